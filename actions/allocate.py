@@ -1,0 +1,154 @@
+"""allocate: place the pending tasks of admitted jobs, a gang at a time.
+
+Queues take turns in queue order (an overused queue sits out the rest of the action),
+and within a queue jobs in job order. A job's tasks go into one statement until the job
+is ready (enough tasks for minAvailable); then the statement is committed, and the job
+goes back in line for its next task, one per turn. A job that cannot get ready keeps
+its statement only if it is pipelined (waiting on resources being released); otherwise
+the statement is discarded and nothing of the job is bound: gangs are all or nothing.
+
+A task goes on a node's idle resources if they suffice, else it is pipelined onto
+resources being released. Best-effort tasks (no requests) are left to backfill.
+"""
+
+from __future__ import annotations
+
+from vscheduler.fit import NodeFitErrors, Unfit
+from vscheduler.framework.placement import predicate_nodes, select_best_node
+from vscheduler.framework.queue import PriorityQueue
+from vscheduler.framework.session import Session
+from vscheduler.framework.statement import Statement
+from vscheduler.model import Job, Node, Queue, Task, TaskStatus
+from vscheduler.plugin import Action, Argument
+
+S = TaskStatus
+
+
+class Allocate(Action):
+    name = "allocate"
+    arguments = (
+        Argument("predicateErrorCacheEnable", bool, True,
+                 "refuse a node again, without asking plugins, for a task whose job and "
+                 "role already failed on it"),
+    )
+
+    def execute(self, session: Session) -> None:
+        queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
+        jobs_of: dict[str, PriorityQueue[Job]] = {}
+        tasks_of: dict[str, PriorityQueue[Task]] = {}
+        auto_admit = "enqueue" not in session.action_names
+        for job in session.jobs.values():
+            if job.is_pending():
+                if not auto_admit:
+                    continue
+                job.phase = "Inqueue"
+            invalid = session.job_valid(job)
+            if invalid is not None:
+                session.explain_job(job, invalid[1])
+                continue
+            queue = session.queues[job.queue]
+            if not queue.is_open():
+                session.explain_job(job, f"queue {queue.name} is {queue.state}: it takes "
+                                         "no new allocations")
+                continue
+            tasks = []
+            for task in job.tasks_in(S.PENDING):
+                if task.scheduling_gated:
+                    session.explain_task(task, "Pod has scheduling gates: "
+                                               + ", ".join(task.pod.scheduling_gates))
+                elif not task.best_effort:
+                    tasks.append(task)
+            if not tasks:
+                continue
+            tasks_of[job.uid] = PriorityQueue(session.task_less, tasks)
+            if queue.name not in jobs_of:
+                jobs_of[queue.name] = PriorityQueue(session.job_less)
+                queues.push(queue)
+            jobs_of[queue.name].push(job)
+
+        while queues:
+            queue = queues.pop()
+            overused = session.overused(queue)
+            if overused:
+                for job in _drain(jobs_of[queue.name]):
+                    session.explain_job(job, overused)
+                continue
+            jobs = jobs_of[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            tasks = tasks_of[job.uid]
+            statement = self._allocate_tasks(session, job, queue, tasks)
+            if statement is not None and session.job_ready(job):
+                statement.commit()
+                if tasks:
+                    jobs.push(job)
+            # A statement that is only pipelined stays as it is: its tasks keep their
+            # places for the rest of the session, and nothing is bound.
+            queues.push(queue)
+
+    def _allocate_tasks(self, session: Session, job: Job, queue: Queue,
+                        tasks: PriorityQueue[Task]) -> Statement | None:
+        statement = session.statement()
+        use_cache = self.args.get("predicateErrorCacheEnable", True)
+        known: dict[str, dict[str, Unfit]] = {}
+        while tasks:
+            task = tasks.pop()
+            refused = session.allocatable(queue, task)
+            if refused:
+                session.explain_task(task, refused)
+                continue
+            if job.task_has_fit_errors(task):
+                job.fit_errors[task.uid] = NodeFitErrors(
+                    f"Task {task.key} with role spec {task.role} has already predicated "
+                    "failed, skip")
+                continue
+            unfit = session.pre_predicate(task)
+            if unfit is not None:
+                job.fit_errors[task.uid] = NodeFitErrors("; ".join(unfit.reasons))
+                if job.need_continue_allocating():
+                    continue
+                break
+            cache = known.setdefault(task.role, {}) if use_cache and task.role else None
+            feasible: list[Node] = []
+            nominated = session.nodes.get(task.pod.nominated_node)
+            if nominated is not None and nominated.insufficient_future(task.resreq) is None:
+                feasible, _ = predicate_nodes(session, task, [nominated],
+                                              Node.insufficient_future)
+            if not feasible:
+                feasible, errors = predicate_nodes(session, task, session.node_list,
+                                                   Node.insufficient_future, cache)
+                if not feasible:
+                    job.fit_errors[task.uid] = errors
+                    if job.need_continue_allocating():
+                        continue
+                    break
+            node = _best_node(session, task, feasible)
+            error = _place(statement, task, node)
+            if error:
+                session.explain_task(task, error)
+            elif session.job_ready(job):
+                break
+        if session.job_ready(job) or session.job_pipelined(job):
+            return statement
+        statement.discard()
+        return None
+
+
+def _best_node(session: Session, task: Task, feasible: list[Node]) -> Node:
+    """Nodes with the task's resources idle now come before those where it must wait."""
+    idle_now = [n for n in feasible if n.insufficient_now(task.resreq) is None]
+    return select_best_node(session, task, idle_now or feasible)
+
+
+def _place(statement: Statement, task: Task, node: Node) -> str | None:
+    if node.insufficient_now(task.resreq) is None:
+        return statement.allocate(task, node)
+    return statement.pipeline(task, node)
+
+
+def _drain(queue: PriorityQueue[Job]) -> list[Job]:
+    jobs = []
+    while queue:
+        jobs.append(queue.pop())
+    return jobs

@@ -1,0 +1,55 @@
+"""enqueue: admit Pending jobs (PodGroup phase Pending -> Inqueue) that plugins allow.
+
+Queues take turns in queue order, one job at a time in job order, so one queue's large
+job does not hold back the others; a refused job stays Pending and its queue's next job
+is tried (no head-of-line blocking). A job without `minResources` is admitted without
+asking plugins, as in Volcano.
+"""
+
+from __future__ import annotations
+
+from vscheduler.framework.queue import PriorityQueue
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import Reject
+from vscheduler.model import Job, Queue
+from vscheduler.plugin import Action
+
+
+class Enqueue(Action):
+    name = "enqueue"
+
+    def execute(self, session: Session) -> None:
+        queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
+        pending: dict[str, PriorityQueue[Job]] = {}
+        for job in session.jobs.values():
+            if not job.is_pending():
+                continue
+            queue = session.queues[job.queue]
+            if queue.name not in pending:
+                pending[queue.name] = PriorityQueue(session.job_less)
+                queues.push(queue)
+            pending[queue.name].push(job)
+        while queues:
+            queue = queues.pop()
+            jobs = pending[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            if not queue.is_open():
+                session.explain_job(job, f"queue {queue.name} is {queue.state}: it admits "
+                                         "no new jobs")
+            elif job.min_resources is None:
+                self._admit(session, job)
+            else:
+                vote = session.job_enqueueable(job)
+                if isinstance(vote, Reject):
+                    session.explain_job(job, vote.reason or "the job is not admitted yet "
+                                        "(enqueue)")
+                else:
+                    self._admit(session, job)
+            queues.push(queue)
+
+    @staticmethod
+    def _admit(session: Session, job: Job) -> None:
+        session.job_enqueued(job)
+        job.phase = "Inqueue"

@@ -1,0 +1,31 @@
+"""conformance: never evict what keeps the cluster itself running.
+
+Pods in `kube-system` and pods of the `system-cluster-critical` and
+`system-node-critical` priority classes are never victims of preempt or reclaim.
+"""
+
+from __future__ import annotations
+
+from vscheduler.hookspecs import hookimpl
+from vscheduler.model import Task
+from vscheduler.plugin import Plugin
+
+CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def _evictable(candidates: list[Task]) -> list[Task]:
+    return [t for t in candidates
+            if t.pod.namespace != "kube-system"
+            and t.pod.priority_class_name not in CRITICAL_CLASSES]
+
+
+class ConformancePlugin(Plugin):
+    name = "conformance"
+
+    @hookimpl
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        return _evictable(candidates)
+
+    @hookimpl
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        return _evictable(candidates)

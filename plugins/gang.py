@@ -1,0 +1,104 @@
+"""gang: a job runs with at least minAvailable tasks, or not at all.
+
+The job is *ready* once minAvailable of its tasks are placed (allocate then commits
+them together) and *pipelined* once they are placed or waiting on releasing resources.
+A job with fewer valid tasks than minAvailable is not scheduled. Victims are taken only
+from a job's tasks beyond its minAvailable. At close, a job that is not ready gets an
+`Unschedulable` condition saying how many tasks are missing and why.
+"""
+
+from __future__ import annotations
+
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.model import Condition, Job, Task, TaskStatus
+from vscheduler.plugin import Plugin
+
+S = TaskStatus
+
+
+class GangPlugin(Plugin):
+    name = "gang"
+
+    @hookimpl
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+
+    @hookimpl
+    def job_valid(self, job: Job) -> tuple[str, str] | None:
+        if not job.check_task_valid():
+            return ("NotEnoughPodsOfTask",
+                    "Not enough valid pods of each task for gang-scheduling")
+        valid = job.valid_task_num()
+        if valid < job.min_available:
+            return ("NotEnoughTasks", "Not enough valid tasks for gang-scheduling, "
+                    f"valid: {valid}, min: {job.min_available}")
+        return None
+
+    def _victims(self, candidates: list[Task]) -> list[Task]:
+        jobs = self.session.jobs
+        spare: dict[str, int] = {}
+        victims = []
+        for task in candidates:
+            job = jobs.get(task.job_id)
+            if job is None:
+                continue
+            left = spare.setdefault(job.uid, job.ready_task_num())
+            if left > job.min_available:
+                spare[job.uid] = left - 1
+                victims.append(task)
+        return victims
+
+    @hookimpl
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        return self._victims(candidates)
+
+    @hookimpl
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        return self._victims(candidates)
+
+    @hookimpl
+    def job_order(self, left: Job, right: Job) -> int:
+        left_ready, right_ready = left.is_ready(), right.is_ready()
+        if left_ready and not right_ready:
+            return 1
+        if right_ready and not left_ready:
+            return -1
+        return 0
+
+    @hookimpl
+    def job_ready(self, job: Job) -> bool:
+        return job.check_task_ready() and job.is_ready()
+
+    @hookimpl
+    def job_pipelined(self, job: Job) -> Vote:
+        if job.check_task_pipelined() and job.is_pipelined():
+            return PERMIT
+        return Reject("not enough tasks placed or waiting for minAvailable")
+
+    @hookimpl
+    def job_starving(self, job: Job) -> bool:
+        return job.is_starving()
+
+    @hookimpl
+    def on_session_close(self, session: Session) -> None:
+        for job in session.jobs.values():
+            if not job.tasks or job.bare:
+                continue
+            if job.is_ready():
+                job.set_condition(Condition("Scheduled", "True",
+                                            "tasks in gang are ready to be scheduled", "",
+                                            session.uid))
+                continue
+            releasing = any(t.node_name for t in job.tasks_in(S.RELEASING))
+            waiting = job.count(S.PENDING | S.PIPELINED)
+            scheduled = job.count(S.RUNNING | S.BOUND | S.SUCCEEDED | S.FAILED | S.RELEASING)
+            if releasing and not waiting and scheduled >= job.min_available:
+                continue
+            almost = sum(1 for t in job.tasks_in(S.PENDING)
+                         if t.last_transaction and t.last_transaction[0] == S.ALLOCATED)
+            unready = max(job.min_available - (job.ready_task_num() + almost), 0)
+            job.set_condition(Condition(
+                "Unschedulable", "True", "NotEnoughResources",
+                f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}",
+                session.uid))

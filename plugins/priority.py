@@ -1,0 +1,55 @@
+"""priority: higher PriorityClass values go first, and may preempt lower ones.
+
+Jobs are ordered by their PodGroup's priorityClassName value, tasks by their pod's
+priority. A preemptor may take victims of lower priority only: another job's tasks if
+that job's priority is lower, its own job's tasks if the task's priority is lower.
+"""
+
+from __future__ import annotations
+
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import hookimpl
+from vscheduler.model import Job, Task
+from vscheduler.plugin import Plugin
+
+
+def _higher_first(left: int, right: int) -> int:
+    return -1 if left > right else (1 if left < right else 0)
+
+
+class PriorityPlugin(Plugin):
+    name = "priority"
+
+    @hookimpl
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+
+    @hookimpl
+    def task_order(self, left: Task, right: Task) -> int:
+        return _higher_first(left.priority, right.priority)
+
+    @hookimpl
+    def job_order(self, left: Job, right: Job) -> int:
+        return _higher_first(left.priority, right.priority)
+
+    @hookimpl
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        jobs = self.session.jobs
+        preemptor_job = jobs.get(preemptor.job_id)
+        if preemptor_job is None:
+            return None
+        victims = []
+        for task in candidates:
+            job = jobs.get(task.job_id)
+            if job is None:
+                continue
+            if job is not preemptor_job:
+                if job.priority < preemptor_job.priority:
+                    victims.append(task)
+            elif task.priority < preemptor.priority:
+                victims.append(task)
+        return victims
+
+    @hookimpl
+    def job_starving(self, job: Job) -> bool:
+        return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)

@@ -1,0 +1,288 @@
+"""The authoritative picture of the cluster, kept up to date object by object.
+
+A source (manifest files, or the daemon's watches) feeds it parsed objects; each session
+takes a `Snapshot`, a copy the session may change freely. Decisions come back through
+`bind`, `evict` and `set_podgroup_status`.
+
+Standalone, as ARCHITECTURE.md asks: a pod of ours without a PodGroup is a job of one,
+the default queue exists even if no object names it, and a PodGroup whose queue is
+missing waits, with a Warning event saying so.
+"""
+
+from __future__ import annotations
+
+from vscheduler.model import Condition, Job, Node, PriorityClass, Queue, Task, TaskStatus
+from vscheduler.objects import QUEUE_NAME_ANNOTATION, NodeSpec, ParsedPod, PodGroupSpec
+
+__all__ = ["Cache", "Snapshot"]
+
+S = TaskStatus
+
+
+class Snapshot:
+    """What one session sees: its own copies of jobs and nodes, in a fixed order."""
+
+    __slots__ = ("jobs", "nodes", "priority_classes", "queues", "skipped", "warnings")
+
+    def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
+                 priority_classes: dict[str, PriorityClass],
+                 skipped: dict[str, tuple[Task, str]],
+                 warnings: list[tuple[str, str, str]]) -> None:
+        self.jobs = jobs
+        self.nodes = nodes
+        self.queues = queues
+        self.priority_classes = priority_classes
+        # pending tasks of ours that no session job holds: key -> (task, reason)
+        self.skipped = skipped
+        # (object, reason, message) Warning events about what was left out
+        self.warnings = warnings
+
+
+class Cache:
+    def __init__(self, scheduler_names: tuple[str, ...] = ("vscheduler",),
+                 default_queue: str = "default") -> None:
+        self.scheduler_names = frozenset(scheduler_names)
+        self.default_queue = default_queue
+        self.nodes: dict[str, Node] = {}
+        self.tasks: dict[str, Task] = {}  # pod key -> task (ours, and others' with a node)
+        self.jobs: dict[str, Job] = {}
+        self.podgroups: dict[str, PodGroupSpec] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
+
+    # ---------------------------------------------------------------- nodes
+
+    def add_node(self, spec: NodeSpec) -> None:
+        old = self.nodes.get(spec.name)
+        node = Node(spec.name, spec.allocatable, spec.labels, spec.taints, spec.unschedulable)
+        tasks = [t for t, _ in old.tasks.values()] if old else []
+        tasks += self._orphans.pop(spec.name, {}).values()
+        for task in tasks:
+            node.add_task(task)
+        self.nodes[spec.name] = node
+
+    def delete_node(self, name: str) -> None:
+        node = self.nodes.pop(name, None)
+        if node is not None and node.tasks:
+            self._orphans[name] = {t.key: t for t, _ in node.tasks.values()}
+
+    # ---------------------------------------------------------------- pods
+
+    def is_ours(self, parsed: ParsedPod) -> bool:
+        return parsed.pod.scheduler_name in self.scheduler_names
+
+    def add_pod(self, parsed: ParsedPod) -> None:
+        """Add or replace a pod."""
+        pod = parsed.pod
+        key = f"{pod.namespace}/{pod.name}"
+        if key in self.tasks:
+            self.delete_pod(key)
+        ours = self.is_ours(parsed)
+        if not ours and not parsed.node_name:
+            return  # another scheduler's business until it lands on a node
+        priority = parsed.task_priority
+        if priority is None:
+            priority = self._pod_priority(pod.priority, pod.priority_class_name)
+        job_id = ""
+        if ours:
+            job_id = self._job_for(parsed).uid
+        task = Task(pod, parsed.resreq, job_id, parsed.status, parsed.node_name, priority,
+                    parsed.preemptable, parsed.role)
+        self.tasks[key] = task
+        if job_id:
+            self.jobs[job_id].add_task(task)
+        self._charge(task)
+
+    def delete_pod(self, key: str) -> None:
+        task = self.tasks.pop(key, None)
+        if task is None:
+            return
+        self._uncharge(task)
+        job = self.jobs.get(task.job_id)
+        if job is not None:
+            job.remove_task(task)
+            if job.bare or (not job.tasks and job.uid not in self.podgroups):
+                del self.jobs[job.uid]
+
+    def _charge(self, task: Task) -> None:
+        if not task.node_name or task.status & (S.SUCCEEDED | S.FAILED):
+            return
+        node = self.nodes.get(task.node_name)
+        if node is None:
+            self._orphans.setdefault(task.node_name, {})[task.key] = task
+        elif task.key not in node.tasks:
+            node.add_task(task)
+
+    def _uncharge(self, task: Task) -> None:
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        self._orphans.get(task.node_name, {}).pop(task.key, None)
+
+    def _pod_priority(self, spec_priority: int | None, class_name: str) -> int:
+        if spec_priority is not None:
+            return spec_priority
+        if class_name in self.priority_classes:
+            return self.priority_classes[class_name].value
+        default = self._global_default()
+        return default.value if default else 1
+
+    def _global_default(self) -> PriorityClass | None:
+        return next((c for c in self.priority_classes.values() if c.global_default), None)
+
+    def _job_for(self, parsed: ParsedPod) -> Job:
+        pod = parsed.pod
+        if parsed.group:
+            uid = f"{pod.namespace}/{parsed.group}"
+            job = self.jobs.get(uid)
+            if job is None:
+                job = Job(pod.namespace, parsed.group, self.default_queue,
+                          creation=pod.creation)
+                self.jobs[uid] = job
+            return job
+        # A pod of ours without a group: a job of one ('#' keeps it apart from PodGroups).
+        queue = pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue
+        job = Job(pod.namespace, f"{pod.name}#pod", queue, 1,
+                  min_resources=parsed.resreq, priority_class_name=pod.priority_class_name,
+                  creation=pod.creation, preemptable=parsed.preemptable,
+                  annotations=pod.annotations, bare=True)
+        if parsed.status != S.PENDING:
+            job.phase = "Running"
+        self.jobs[job.uid] = job
+        return job
+
+    # ---------------------------------------------------------------- volcano objects
+
+    def add_podgroup(self, spec: PodGroupSpec) -> None:
+        uid = f"{spec.namespace}/{spec.name}"
+        self.podgroups[uid] = spec
+        job = self.jobs.get(uid)
+        if job is None:
+            job = Job(spec.namespace, spec.name, self.default_queue)
+            self.jobs[uid] = job
+        job.queue = spec.queue or self.default_queue
+        job.queue_from_spec = spec.queue
+        job.min_available = spec.min_member
+        job.min_task_member = spec.min_task_member
+        job.min_resources = spec.min_resources
+        job.priority_class_name = spec.priority_class_name
+        job.phase = spec.phase
+        job.creation = spec.creation
+        job.annotations = spec.annotations
+        job.preemptable = spec.annotations.get("volcano.sh/preemptable", "").lower() == "true"
+        job.conditions = [Condition(c["type"], c["status"], c["reason"], c["message"])
+                          for c in spec.conditions]
+
+    def delete_podgroup(self, uid: str) -> None:
+        self.podgroups.pop(uid, None)
+        job = self.jobs.get(uid)
+        if job is not None and not job.tasks:
+            del self.jobs[uid]
+
+    def add_queue(self, queue: Queue) -> None:
+        self.queues[queue.name] = queue
+
+    def delete_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    def add_priority_class(self, pc: PriorityClass) -> None:
+        self.priority_classes[pc.name] = pc
+
+    # ---------------------------------------------------------------- decisions
+
+    def bind(self, key: str, node_name: str) -> None:
+        """A bind went through: the pod is on its node (Bound until it runs)."""
+        task = self.tasks[key]
+        self._uncharge(task)
+        job = self.jobs.get(task.job_id)
+        if job is not None:
+            job.update_task_status(task, S.BOUND)
+        else:
+            task.status = S.BOUND
+        task.node_name = node_name
+        self._charge(task)
+
+    def set_running(self, key: str) -> None:
+        task = self.tasks.get(key)
+        if task is None or task.status != S.BOUND:
+            return
+        self._uncharge(task)
+        job = self.jobs.get(task.job_id)
+        if job is not None:
+            job.update_task_status(task, S.RUNNING)
+        else:
+            task.status = S.RUNNING
+        self._charge(task)
+        if job is not None and job.bare:
+            job.phase = "Running"
+
+    def set_releasing(self, key: str) -> None:
+        """An eviction was sent: the pod is terminating."""
+        task = self.tasks.get(key)
+        if task is None:
+            return
+        self._uncharge(task)
+        job = self.jobs.get(task.job_id)
+        if job is not None:
+            job.update_task_status(task, S.RELEASING)
+        else:
+            task.status = S.RELEASING
+        self._charge(task)
+
+    def set_podgroup_status(self, uid: str, phase: str, conditions: list[Condition]) -> None:
+        job = self.jobs.get(uid)
+        if job is None:
+            return
+        job.phase = phase
+        job.conditions = [Condition(c.type, c.status, c.reason, c.message)
+                          for c in conditions]
+        spec = self.podgroups.get(uid)
+        if spec is not None:
+            spec.phase = phase
+            spec.conditions = [c.as_dict() for c in conditions]
+
+    # ---------------------------------------------------------------- snapshot
+
+    def queue_of(self, name: str) -> Queue | None:
+        queue = self.queues.get(name)
+        if queue is None and name == self.default_queue:
+            return Queue(name)
+        return queue
+
+    def snapshot(self) -> Snapshot:
+        queues = dict(self.queues)
+        if self.default_queue not in queues:
+            queues[self.default_queue] = Queue(self.default_queue)
+        default_priority = self._global_default()
+        jobs: dict[str, Job] = {}
+        skipped: dict[str, tuple[Task, str]] = {}
+        warnings: list[tuple[str, str, str]] = []
+        for uid in sorted(self.jobs):
+            job = self.jobs[uid]
+            if not job.bare and uid not in self.podgroups:
+                for task in job.tasks_in(S.PENDING):
+                    skipped[task.key] = (task, f"PodGroup {uid} not found: the pod waits for it")
+                continue
+            if job.queue not in queues:
+                message = f"queue {job.queue!r} not found: the job waits for it"
+                for task in job.tasks_in(S.PENDING):
+                    skipped[task.key] = (task, message)
+                obj = f"Pod/{next(iter(job.tasks.values())).key}" if job.bare else \
+                    f"PodGroup/{uid}"
+                warnings.append((obj, "QueueNotFound", message))
+                continue
+            clone = job.clone()
+            pc = self.priority_classes.get(job.priority_class_name)
+            clone.priority = pc.value if pc else (default_priority.value
+                                                  if default_priority else 0)
+            jobs[uid] = clone
+        nodes = {name: node.clone() for name, node in self.nodes.items()}
+        # Tasks in the snapshot's jobs must be the same objects the snapshot's nodes hold,
+        # so a session's changes to one are seen by the other.
+        by_key = {t.key: t for job in jobs.values() for t in job.tasks.values()}
+        for node in nodes.values():
+            for key, (task, status) in node.tasks.items():
+                if key in by_key:
+                    node.tasks[key] = (by_key[key], status)
+        return Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped, warnings)

@@ -1,0 +1,89 @@
+"""The `vscheduler` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from vscheduler.conf import ConfError, load_conf
+from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
+from vscheduler.report import render_text
+from vscheduler.simulate import Simulation, load_manifests
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    try:
+        conf = load_conf(args.conf)
+    except ConfError as err:
+        print(f"vscheduler: bad conf: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in conf.warnings:
+        print(f"vscheduler: warning: {warning}", file=sys.stderr)
+    try:
+        objects, problems = load_manifests(args.files)
+    except OSError as err:
+        print(f"vscheduler: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    names = tuple(args.scheduler_name or ["vscheduler"])
+    simulation = Simulation(conf, names, args.default_queue)
+    simulation.load(objects, problems)
+    report = simulation.run(args.sessions).as_dict()
+    if args.output == "json":
+        print(json.dumps(report, indent=2, sort_keys=False))
+    else:
+        print(render_text(report), end="")
+    return 0
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    for title, group in (("actions", ACTIONS_GROUP), ("plugins", PLUGINS_GROUP)):
+        print(f"{title}:")
+        for name, point in installed(group).items():
+            print(f"  {name:<16} {point.value}")  # type: ignore[attr-defined]
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vscheduler",
+        description="A Volcano-style batch scheduler for Kubernetes.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    simulate = commands.add_parser(
+        "simulate", help="run scheduling sessions on manifest files, with no cluster",
+        description="Load Kubernetes manifests (Nodes, Pods, PodGroups, Queues, "
+                    "PriorityClasses), run sessions in memory and print the decisions.")
+    simulate.add_argument("files", nargs="+", metavar="FILE", help="YAML manifests")
+    simulate.add_argument("--conf", help="volcano-scheduler.conf (default: Volcano's "
+                                         "default conf)")
+    simulate.add_argument("--sessions", type=int, default=1, metavar="N",
+                          help="sessions to run (default 1)")
+    simulate.add_argument("--scheduler-name", action="append", metavar="NAME",
+                          help="pods with this schedulerName are ours (repeatable; "
+                               "default vscheduler)")
+    simulate.add_argument("--default-queue", default="default", metavar="NAME",
+                          help="queue of jobs that name none (default: default)")
+    simulate.add_argument("--output", choices=("text", "json"), default="text")
+    simulate.set_defaults(run=_simulate)
+
+    plugins = commands.add_parser("plugins", help="list installed actions and plugins")
+    plugins.set_defaults(run=_plugins)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "sessions", 1) < 1:
+        print("vscheduler: --sessions must be 1 or more", file=sys.stderr)
+        return EXIT_USAGE
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sessions, statements and the rules that combine plugins\x27 answers."""

@@ -1,0 +1,125 @@
+"""Statements: a job's allocations, pipelines and evictions as one unit.
+
+Every operation takes effect in the session at once (node accounting, job counters,
+plugins' event handlers), so later decisions in the session see it. `commit` makes them
+decisions (binds, evictions); `discard` undoes them in reverse order. A gang keeps its
+all-or-nothing promise because allocate commits a job's statement only when the job is
+ready, and discards it otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vscheduler.model import Node, Task, TaskStatus
+
+if TYPE_CHECKING:
+    from vscheduler.framework.session import Session
+
+__all__ = ["Statement"]
+
+S = TaskStatus
+_EVICT, _PIPELINE, _ALLOCATE = "evict", "pipeline", "allocate"
+
+
+class Operation:
+    __slots__ = ("kind", "node", "preemptor", "reason", "task")
+
+    def __init__(self, kind: str, task: Task, node: Node, reason: str = "",
+                 preemptor: Task | None = None) -> None:
+        self.kind = kind
+        self.task = task
+        self.node = node
+        self.reason = reason
+        self.preemptor = preemptor
+
+
+class Statement:
+    __slots__ = ("operations", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.operations: list[Operation] = []
+
+    # ---------------------------------------------------------------- operations
+
+    def allocate(self, task: Task, node: Node) -> str | None:
+        """Place `task` on `node`'s idle resources; an error message if refused."""
+        return self._place(task, node, S.ALLOCATED, _ALLOCATE)
+
+    def pipeline(self, task: Task, node: Node, eviction_occurred: bool = False) -> str | None:
+        """Reserve `node`'s releasing resources for `task`; an error message if refused."""
+        task.eviction_occurred = eviction_occurred
+        return self._place(task, node, S.PIPELINED, _PIPELINE)
+
+    def evict(self, task: Task, reason: str, preemptor: Task | None = None) -> None:
+        """Mark `task` for eviction (`reason` is the action, e.g. "reclaim") in favour of
+        `preemptor`."""
+        session = self.session
+        node = session.nodes[task.node_name]
+        session.jobs[task.job_id].update_task_status(task, S.RELEASING)
+        node.update_task(task)
+        session.deallocate_event(task)
+        self.operations.append(Operation(_EVICT, task, node, reason, preemptor))
+
+    def _place(self, task: Task, node: Node, status: TaskStatus, kind: str) -> str | None:
+        session = self.session
+        job = session.jobs[task.job_id]
+        job.update_task_status(task, status)
+        task.node_name = node.name
+        try:
+            node.add_task(task)
+        except ValueError as err:
+            job.update_task_status(task, S.PENDING)
+            task.node_name = ""
+            return str(err)
+        error = session.allocate_event(task)
+        if error:
+            self._unplace(task, node)
+            return error
+        self.operations.append(Operation(kind, task, node))
+        return None
+
+    def _unplace(self, task: Task, node: Node) -> None:
+        session = self.session
+        session.jobs[task.job_id].update_task_status(task, S.PENDING)
+        node.remove_task(task)
+        session.deallocate_event(task)
+        task.node_name = ""
+        task.eviction_occurred = False
+
+    def _unevict(self, task: Task, node: Node) -> None:
+        session = self.session
+        # Volcano returns a task whose eviction is undone to Running, whatever it was.
+        session.jobs[task.job_id].update_task_status(task, S.RUNNING)
+        node.update_task(task)
+        session.allocate_event(task)
+
+    # ---------------------------------------------------------------- outcome
+
+    def discard(self) -> None:
+        for op in reversed(self.operations):
+            op.task.last_transaction = (op.task.status, op.node.name)
+            if op.kind == _EVICT:
+                self._unevict(op.task, op.node)
+            else:
+                self._unplace(op.task, op.node)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        session = self.session
+        for op in self.operations:
+            op.task.last_transaction = None
+            if op.kind == _EVICT:
+                session.record_eviction(op.task, op.reason, op.preemptor)
+            elif op.kind == _ALLOCATE:
+                session.dispatch(op.task)
+            # a pipelined task stays pipelined: nothing to send until resources are free
+        self.operations.clear()
+
+    def merge(self, other: Statement) -> None:
+        self.operations.extend(other.operations)
+        other.operations.clear()
+
+    def has_evictions(self) -> bool:
+        return any(op.kind == _EVICT for op in self.operations)

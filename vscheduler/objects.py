@@ -1,0 +1,456 @@
+"""Kubernetes objects (as plain dicts, the JSON the API server sends) to our own objects.
+
+Used by both cluster sources: manifest files for `simulate` and watches for the daemon.
+Nothing here keeps a reference to the dict it read. Every function raises `BadObject`
+with a message naming the field for input it cannot use; the caller skips that object
+with a Warning event, and the rest is scheduled.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from vscheduler.model import Pod, PriorityClass, Queue, TaskStatus
+from vscheduler.quantity import QuantityError
+from vscheduler.resources import PODS, Resource
+
+__all__ = [
+    "GROUP_NAME_ANNOTATION",
+    "PREEMPTABLE_ANNOTATION",
+    "QUEUE_NAME_ANNOTATION",
+    "BadObject",
+    "NodeSpec",
+    "PodGroupSpec",
+    "parse_node",
+    "parse_pod",
+    "parse_podgroup",
+    "parse_priority_class",
+    "parse_queue",
+]
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+# The coscheduling flavour of gang (scheduler-plugins) names a pod's group by label.
+COSCHEDULING_GROUP_LABELS = ("scheduling.x-k8s.io/pod-group",
+                             "pod-group.scheduling.sigs.k8s.io/name",
+                             "pod-group.scheduling.sigs.k8s.io")
+PODGROUP_GROUPS = ("scheduling.volcano.sh", "scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
+
+
+class BadObject(ValueError):
+    """An object that cannot be used; the message says which field and why."""
+
+
+def _map(obj: Any, where: str) -> dict:
+    if obj is None:
+        return {}
+    if not isinstance(obj, dict):
+        raise BadObject(f"{where}: expected a map, got {type(obj).__name__}")
+    return obj
+
+
+def _list(obj: Any, where: str) -> list:
+    if obj is None:
+        return []
+    if not isinstance(obj, list):
+        raise BadObject(f"{where}: expected a list, got {type(obj).__name__}")
+    return obj
+
+
+def _str_map(obj: Any, where: str) -> dict[str, str]:
+    return {str(k): "" if v is None else str(v) for k, v in _map(obj, where).items()}
+
+
+def _int(obj: Any, where: str, default: int | None = None) -> int | None:
+    if obj is None:
+        return default
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        if isinstance(obj, str) and obj.strip().lstrip("-").isdigit():
+            return int(obj)
+        raise BadObject(f"{where}: expected an integer, got {obj!r}")
+    return obj
+
+
+def _resources(obj: Any, where: str) -> Resource:
+    try:
+        return Resource.from_k8s(_map(obj, where))
+    except QuantityError as err:
+        raise BadObject(f"{where}: {err}") from None
+
+
+def _timestamp(meta: dict) -> float | None:
+    raw = meta.get("creationTimestamp")
+    if raw is None:
+        return None
+    if isinstance(raw, datetime):
+        return raw.timestamp()
+    try:
+        return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise BadObject(f"metadata.creationTimestamp: not a timestamp: {raw!r}") from None
+
+
+def metadata(obj: dict) -> tuple[str, str, dict]:
+    """(namespace, name, metadata) of an object, with the name required."""
+    meta = _map(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadObject("metadata.name: missing")
+    namespace = meta.get("namespace") or "default"
+    return str(namespace), name, meta
+
+
+def creation_of(obj: dict, fallback: float) -> float:
+    stamp = _timestamp(_map(obj.get("metadata"), "metadata"))
+    return fallback if stamp is None else stamp
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def pod_request(spec: dict) -> Resource:
+    """What a pod asks of a node, as Kubernetes counts it: the larger of its containers'
+    sum (with restartable init containers, i.e. sidecars) and each init container's peak,
+    plus `spec.overhead`, plus one pod slot."""
+    total = Resource()
+    for i, container in enumerate(_list(spec.get("containers"), "spec.containers")):
+        container = _map(container, f"spec.containers[{i}]")
+        res = _map(container.get("resources"), f"spec.containers[{i}].resources")
+        total.add(_resources(res.get("requests"), f"spec.containers[{i}].resources.requests"))
+    sidecars = Resource()
+    init_peak = Resource()
+    for i, container in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
+        container = _map(container, f"spec.initContainers[{i}]")
+        res = _map(container.get("resources"), f"spec.initContainers[{i}].resources")
+        request = _resources(res.get("requests"), f"spec.initContainers[{i}].resources.requests")
+        if container.get("restartPolicy") == "Always":
+            sidecars.add(request)
+            total.add(request)
+        else:
+            init_peak.set_max(request.clone().add(sidecars))
+    total.set_max(init_peak)
+    total.add(_resources(spec.get("overhead"), "spec.overhead"))
+    total.scalars[PODS] = 1
+    return total
+
+
+def _expressions(raw: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    out = []
+    for i, expr in enumerate(_list(raw, where)):
+        expr = _map(expr, f"{where}[{i}]")
+        key, operator = expr.get("key"), expr.get("operator")
+        if not isinstance(key, str) or operator not in (
+                "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise BadObject(f"{where}[{i}]: needs a key and an operator among In, NotIn, "
+                            f"Exists, DoesNotExist, Gt, Lt")
+        values = tuple(str(v) for v in _list(expr.get("values"), f"{where}[{i}].values"))
+        if operator in ("Gt", "Lt"):
+            if len(values) != 1 or not values[0].lstrip("-").isdigit():
+                raise BadObject(f"{where}[{i}]: {operator} needs one integer value")
+        out.append((key, operator, values))
+    return out
+
+
+def _node_selector_term(term: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    term = _map(term, where)
+    exprs = _expressions(term.get("matchExpressions"), f"{where}.matchExpressions")
+    # matchFields supports metadata.name only, as in Kubernetes.
+    for i, field in enumerate(_expressions(term.get("matchFields"), f"{where}.matchFields")):
+        if field[0] != "metadata.name":
+            raise BadObject(f"{where}.matchFields[{i}]: only metadata.name is supported")
+        exprs.append(("\0metadata.name", field[1], field[2]))
+    return exprs
+
+
+def _affinity(spec: dict) -> tuple[list | None, list]:
+    affinity = _map(spec.get("affinity"), "spec.affinity")
+    node_affinity = _map(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+    where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = None
+    if required_raw is not None:
+        terms = _list(_map(required_raw, where).get("nodeSelectorTerms"),
+                      f"{where}.nodeSelectorTerms")
+        required = [_node_selector_term(t, f"{where}.nodeSelectorTerms[{i}]")
+                    for i, t in enumerate(terms)]
+    where = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = []
+    for i, pref in enumerate(_list(node_affinity.get(
+            "preferredDuringSchedulingIgnoredDuringExecution"), where)):
+        pref = _map(pref, f"{where}[{i}]")
+        weight = _int(pref.get("weight"), f"{where}[{i}].weight", 0)
+        preferred.append((weight, _node_selector_term(pref.get("preference"),
+                                                      f"{where}[{i}].preference")))
+    return required, preferred
+
+
+def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
+    out = []
+    for i, tol in enumerate(_list(spec.get("tolerations"), "spec.tolerations")):
+        tol = _map(tol, f"spec.tolerations[{i}]")
+        operator = tol.get("operator") or "Equal"
+        if operator not in ("Equal", "Exists"):
+            raise BadObject(f"spec.tolerations[{i}].operator: {operator!r} is not Equal "
+                            "or Exists")
+        out.append((str(tol.get("key") or ""), operator, str(tol.get("value") or ""),
+                    str(tol.get("effect") or "")))
+    return out
+
+
+def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
+    out = []
+    for i, container in enumerate(_list(spec.get("containers"), "spec.containers")):
+        for j, port in enumerate(_list(_map(container, "c").get("ports"),
+                                       f"spec.containers[{i}].ports")):
+            port = _map(port, f"spec.containers[{i}].ports[{j}]")
+            host_port = _int(port.get("hostPort"), f"spec.containers[{i}].ports[{j}].hostPort",
+                             0)
+            if host_port:
+                out.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or
+                                                                    "0.0.0.0"), host_port))
+    return out
+
+
+def task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
+    """A pod's status as Volcano derives it."""
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+class ParsedPod:
+    """A pod read from its dict: the shared `Pod`, plus what a task needs."""
+
+    __slots__ = ("deleting", "group", "node_name", "pod", "preemptable", "resreq", "role",
+                 "task_priority")
+
+    def __init__(self, pod: Pod, resreq: Resource, node_name: str, deleting: bool,
+                 group: str, role: str, preemptable: bool, task_priority: int | None):
+        self.pod = pod
+        self.resreq = resreq
+        self.node_name = node_name
+        self.deleting = deleting
+        self.group = group
+        self.role = role
+        self.preemptable = preemptable
+        self.task_priority = task_priority
+
+    @property
+    def status(self) -> TaskStatus:
+        return task_status(self.pod.phase, self.node_name, self.deleting)
+
+
+def _parse_bool(text: str) -> bool | None:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "t", "yes"):
+        return True
+    if lowered in ("false", "0", "f", "no"):
+        return False
+    return None
+
+
+def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
+    namespace, name, meta = metadata(obj)
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+    labels = _str_map(meta.get("labels"), "metadata.labels")
+    owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
+    owner_kind = ""
+    if owners:
+        owner = _map(owners[0], "metadata.ownerReferences[0]")
+        owner_kind = str(owner.get("kind") or "")
+    required, preferred = _affinity(spec)
+    gates = tuple(str(_map(g, "spec.schedulingGates[]").get("name") or "")
+                  for g in _list(spec.get("schedulingGates"), "spec.schedulingGates"))
+    pod = Pod(
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        namespace=namespace,
+        name=name,
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        annotations=annotations,
+        labels=labels,
+        creation=creation_of(obj, creation_fallback),
+        phase=str(status.get("phase") or "Pending"),
+        priority=_int(spec.get("priority"), "spec.priority"),
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        owner_kind=owner_kind,
+        node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+        required_affinity=required,
+        preferred_affinity=preferred,
+        tolerations=_tolerations(spec),
+        host_ports=_host_ports(spec),
+        scheduling_gates=gates,
+        nominated_node=str(status.get("nominatedNodeName") or ""),
+    )
+    group = annotations.get(GROUP_NAME_ANNOTATION, "")
+    if not group:
+        group = next((labels[k] for k in COSCHEDULING_GROUP_LABELS if labels.get(k)), "")
+    role = annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, "")
+    raw_preemptable = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
+    # Absent: preemptable (Volcano's default for tasks); unparsable: protected.
+    preemptable = True if raw_preemptable is None else bool(_parse_bool(raw_preemptable))
+    task_priority = None
+    raw_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
+    if raw_priority is not None and raw_priority.strip().lstrip("-").isdigit():
+        task_priority = int(raw_priority)
+    return ParsedPod(
+        pod=pod,
+        resreq=pod_request(spec),
+        node_name=str(spec.get("nodeName") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+        group=group,
+        role=role,
+        preemptable=preemptable,
+        task_priority=task_priority,
+    )
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+class NodeSpec:
+    __slots__ = ("allocatable", "labels", "name", "taints", "unschedulable")
+
+    def __init__(self, name: str, allocatable: Resource, labels: dict[str, str],
+                 taints: list[tuple[str, str, str]], unschedulable: bool) -> None:
+        self.name = name
+        self.allocatable = allocatable
+        self.labels = labels
+        self.taints = taints
+        self.unschedulable = unschedulable
+
+
+def parse_node(obj: dict) -> NodeSpec:
+    _, name, meta = metadata(obj)
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    raw = status.get("allocatable")
+    if raw is None:
+        raw = status.get("capacity")
+    allocatable = _resources(raw, "status.allocatable")
+    allocatable.scalars.setdefault(PODS, 110)
+    taints = []
+    for i, taint in enumerate(_list(spec.get("taints"), "spec.taints")):
+        taint = _map(taint, f"spec.taints[{i}]")
+        effect = taint.get("effect")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise BadObject(f"spec.taints[{i}].effect: {effect!r} is not NoSchedule, "
+                            "PreferNoSchedule or NoExecute")
+        taints.append((str(taint.get("key") or ""), str(taint.get("value") or ""), effect))
+    return NodeSpec(name, allocatable, _str_map(meta.get("labels"), "metadata.labels"),
+                    taints, bool(spec.get("unschedulable")))
+
+
+# --------------------------------------------------------------------------- volcano
+
+
+class PodGroupSpec:
+    __slots__ = ("annotations", "conditions", "creation", "min_member", "min_resources",
+                 "min_task_member", "name", "namespace", "phase", "priority_class_name",
+                 "queue", "schedule_timeout")
+
+    def __init__(self, **fields: Any) -> None:
+        for slot in self.__slots__:
+            setattr(self, slot, fields[slot])
+
+
+def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
+    namespace, name, meta = metadata(obj)
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    min_member = _int(spec.get("minMember"), "spec.minMember", 1)
+    if min_member is None or min_member < 0:
+        raise BadObject(f"spec.minMember: must be 0 or more, got {min_member}")
+    min_task_member = {}
+    for role, count in _map(spec.get("minTaskMember"), "spec.minTaskMember").items():
+        value = _int(count, f"spec.minTaskMember.{role}")
+        if value is None or value < 0:
+            raise BadObject(f"spec.minTaskMember.{role}: must be 0 or more")
+        min_task_member[str(role)] = value
+    min_resources = None
+    if spec.get("minResources") is not None:
+        min_resources = _resources(spec.get("minResources"), "spec.minResources")
+    timeout = _int(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds")
+    conditions = []
+    for cond in _list(status.get("conditions"), "status.conditions"):
+        cond = _map(cond, "status.conditions[]")
+        conditions.append({k: str(cond.get(k) or "") for k in ("type", "status", "reason",
+                                                               "message")})
+    return PodGroupSpec(
+        namespace=namespace,
+        name=name,
+        annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+        creation=creation_of(obj, creation_fallback),
+        min_member=min_member,
+        min_task_member=min_task_member,
+        min_resources=min_resources,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        queue=str(spec.get("queue") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        conditions=conditions,
+        schedule_timeout=timeout,
+    )
+
+
+def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
+    _, name, meta = metadata(obj)
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    weight = _int(spec.get("weight"), "spec.weight", 1)
+    if weight is None or weight < 0:
+        raise BadObject("spec.weight: must be 0 or more")
+    guarantee = _map(spec.get("guarantee"), "spec.guarantee").get("resource")
+    reclaimable = spec.get("reclaimable")
+    if reclaimable is not None and not isinstance(reclaimable, bool):
+        raise BadObject(f"spec.reclaimable: expected true or false, got {reclaimable!r}")
+    return Queue(
+        name,
+        weight,
+        capability=(_resources(spec["capability"], "spec.capability")
+                    if spec.get("capability") is not None else None),
+        deserved=(_resources(spec["deserved"], "spec.deserved")
+                  if spec.get("deserved") is not None else None),
+        guarantee=(_resources(guarantee, "spec.guarantee.resource")
+                   if guarantee is not None else None),
+        reclaimable=True if reclaimable is None else reclaimable,
+        priority=_int(spec.get("priority"), "spec.priority", 0) or 0,
+        state=str(status.get("state") or ""),
+        parent=str(spec.get("parent") or ""),
+        annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+        creation=creation_of(obj, creation_fallback),
+        status_allocated=_str_map(status.get("allocated"), "status.allocated"),
+    )
+
+
+def parse_priority_class(obj: dict) -> PriorityClass:
+    _, name, _ = metadata(obj)
+    value = _int(obj.get("value"), "value")
+    if value is None:
+        raise BadObject("value: missing")
+    return PriorityClass(name, value, bool(obj.get("globalDefault")))
+
+
+def parse_json_annotation(text: str, where: str) -> dict[str, Any]:
+    """A JSON object held in an annotation (card quotas, card requests)."""
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise BadObject(f"{where}: not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise BadObject(f"{where}: expected a JSON object")
+    return data

@@ -1,0 +1,131 @@
+"""What a plugin and an action are: a name, typed arguments, and hooks or an `execute`.
+
+Arguments are declared, with their types and defaults, so that a conf can be checked in
+full before any scheduling starts and every mistake names its place::
+
+    class BinpackPlugin(Plugin):
+        name = "binpack"
+        arguments = (
+            Argument("binpack.weight", int, 1, "multiplier of the whole score"),
+            Argument("binpack.resources.*", int, 1, "weight of one extra resource"),
+        )
+
+A key ending in `.*` accepts any key with that prefix. Keys a plugin does not declare are
+warned about, not refused: confs written for Volcano carry keys of features this
+scheduler does not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from vscheduler.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from vscheduler.framework.session import Session
+
+__all__ = ["Action", "Argument", "ArgumentError", "Plugin", "Quantity", "check_arguments"]
+
+
+class ArgumentError(ValueError):
+    """An argument of the wrong type or value."""
+
+
+class Quantity:
+    """Argument type: a Kubernetes quantity, kept as written."""
+
+
+_TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+               dict: "a map", list: "a list", Quantity: "a quantity"}
+
+
+class Argument:
+    __slots__ = ("default", "help", "key", "type")
+
+    def __init__(self, key: str, type: type, default: Any = None, help: str = "") -> None:
+        self.key = key
+        self.type = type
+        self.default = default
+        self.help = help
+
+    def matches(self, key: str) -> bool:
+        if self.key.endswith(".*"):
+            return key.startswith(self.key[:-1]) and len(key) > len(self.key) - 1
+        return key == self.key
+
+    def convert(self, raw: Any) -> Any:
+        """The value as the plugin will see it, or ArgumentError."""
+        kind = self.type
+        if kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            if isinstance(raw, str) and raw.lower() in ("true", "false"):
+                return raw.lower() == "true"
+        elif kind is int:
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                return raw
+        elif kind is float:
+            if isinstance(raw, int | float) and not isinstance(raw, bool):
+                return float(raw)
+        elif kind is str:
+            if isinstance(raw, str):
+                return raw
+        elif kind is dict:
+            if isinstance(raw, Mapping):
+                return dict(raw)
+        elif kind is list:
+            if isinstance(raw, list):
+                return raw
+        elif kind is Quantity:
+            try:
+                parse_quantity(raw)
+                return raw
+            except QuantityError as err:
+                raise ArgumentError(str(err)) from None
+        raise ArgumentError(f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {raw!r}")
+
+
+def check_arguments(
+    declared: tuple[Argument, ...], given: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], list[str]]:
+    """Validate `given` against `declared`: (values with defaults filled in, unknown keys).
+    Raises ArgumentError naming the key."""
+    values: dict[str, Any] = {a.key: a.default for a in declared if not a.key.endswith(".*")}
+    unknown: list[str] = []
+    for key, raw in (given or {}).items():
+        key = str(key)
+        spec = next((a for a in declared if a.matches(key)), None)
+        if spec is None:
+            unknown.append(key)
+            continue
+        try:
+            values[key] = spec.convert(raw)
+        except ArgumentError as err:
+            raise ArgumentError(f"argument {key!r} {err}") from None
+    return values, unknown
+
+
+class Plugin:
+    """Base class of plugins (optional: any class with `name`, `arguments` and hooks
+    works). `self.args` holds the validated arguments; `self.session` the session."""
+
+    name: ClassVar[str] = ""
+    arguments: ClassVar[tuple[Argument, ...]] = ()
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.args = args
+        self.session: Session
+
+
+class Action:
+    """Base class of actions: `execute` runs once per session, in conf order."""
+
+    name: ClassVar[str] = ""
+    arguments: ClassVar[tuple[Argument, ...]] = ()
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.args = args
+
+    def execute(self, session: Session) -> None:
+        raise NotImplementedError

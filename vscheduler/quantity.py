@@ -1,0 +1,97 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+Quantities are parsed into `Fraction`s so that `0.1`, `100m` and `1e-1` are the same
+number and rounding happens once, the way Kubernetes does it: `milli_value` and `value`
+round *up* to the next integer (a pod asking `0.0001` CPU asks 1 milli-CPU).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+__all__ = ["QuantityError", "format_milli", "milli_value", "parse_quantity", "value"]
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+# sign, digits with an optional fraction, then a binary suffix, a decimal suffix or an
+# exponent (the grammar of k8s.io/apimachinery's resource.Quantity).
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))$"
+)
+
+
+def parse_quantity(text: object) -> Fraction:
+    """Parse a quantity (`500m`, `1Gi`, `1G`, `1e3`, `0.5`, `1Ki`, or a YAML number)."""
+    if isinstance(text, bool):
+        raise QuantityError(f"{text!r} is not a quantity")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        if text != text or text in (float("inf"), float("-inf")):
+            raise QuantityError(f"{text!r} is not a quantity")
+        return Fraction(str(text))
+    if not isinstance(text, str):
+        raise QuantityError(f"{text!r} is not a quantity")
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise QuantityError(f"{text!r} is not a quantity (examples: 500m, 2, 1.5, 4Gi, 1e3)")
+    number = Fraction(match["num"])
+    if match["bin"]:
+        number *= _BINARY[match["bin"]]
+    elif match["exp"]:
+        exponent = int(match["exp"][1:])
+        if abs(exponent) > 30:
+            raise QuantityError(f"{text!r} is out of range")
+        number *= Fraction(10) ** exponent
+    else:
+        number *= _DECIMAL[match["dec"] or ""]
+    return -number if match["sign"] == "-" else number
+
+
+def _ceil(number: Fraction) -> int:
+    return -((-number.numerator) // number.denominator)
+
+
+def milli_value(text: object) -> int:
+    """The quantity in thousandths, rounded up (Kubernetes' `MilliValue`)."""
+    return _ceil(parse_quantity(text) * 1000)
+
+
+def value(text: object) -> int:
+    """The quantity in whole units, rounded up (Kubernetes' `Value`)."""
+    return _ceil(parse_quantity(text))
+
+
+def format_milli(milli: float) -> str:
+    """A milli amount as the shortest quantity string: 2000 -> "2", 1500 -> "1500m"."""
+    rounded = round(milli)
+    if rounded % 1000 == 0:
+        return str(rounded // 1000)
+    return f"{rounded}m"
+
+
+def format_bytes(amount: float) -> str:
+    """Bytes as a binary-suffixed quantity when exact: 4294967296 -> "4Gi"."""
+    rounded = round(amount)
+    for suffix, size in reversed(_BINARY.items()):
+        if rounded and rounded % size == 0:
+            return f"{rounded // size}{suffix}"
+    return str(rounded)

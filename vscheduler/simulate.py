@@ -1,0 +1,193 @@
+"""`vscheduler simulate`: the real sessions on manifest files, with no cluster.
+
+The world moves between sessions as a cluster would: bound pods start running, evicted
+pods terminate and are gone, pipelined pods wait for what they wait on. Decisions are
+applied in memory by the same cache methods the daemon calls when the API server
+confirms them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from vscheduler.cache import Cache
+from vscheduler.conf import SchedulerConf
+from vscheduler.framework.session import Event, Eviction, Session, SessionResult
+from vscheduler.objects import (
+    PODGROUP_GROUPS,
+    BadObject,
+    parse_node,
+    parse_pod,
+    parse_podgroup,
+    parse_priority_class,
+    parse_queue,
+)
+
+__all__ = ["Report", "Simulation", "load_manifests"]
+
+
+def load_manifests(paths: Iterable[str]) -> tuple[list[tuple[str, dict]], list[Event]]:
+    """Every object in the files, as (where, object), and a Warning per unreadable part.
+    `List` kinds are flattened. Raises OSError for a file that cannot be read."""
+    objects: list[tuple[str, dict]] = []
+    problems: list[Event] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        try:
+            documents = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else path
+            problems.append(Event(f"File/{path}", "Warning", "BadManifest",
+                                  f"{where}: not valid YAML, file skipped: "
+                                  f"{getattr(err, 'problem', err)}"))
+            continue
+        for index, doc in enumerate(documents):
+            if doc is None:
+                continue
+            where = f"{path}#{index}"
+            if not isinstance(doc, dict):
+                problems.append(Event(f"File/{path}", "Warning", "BadManifest",
+                                      f"{where}: not a Kubernetes object, skipped"))
+                continue
+            if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+                objects.extend((f"{where}.items[{i}]", item) for i, item in
+                               enumerate(doc["items"]) if isinstance(item, dict))
+            else:
+                objects.append((where, doc))
+    return objects, problems
+
+
+def _describe(obj: dict) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = meta.get("name", "?")
+    namespace = meta.get("namespace")
+    kind = obj.get("kind", "?")
+    cluster_scoped = kind in ("Node", "Queue", "PriorityClass")
+    if cluster_scoped:
+        return f"{kind}/{name}"
+    return f"{kind}/{namespace or 'default'}/{name}"
+
+
+class Report:
+    """Everything the run decided, in the JSON shape ARCHITECTURE.md fixes."""
+
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.binds: dict[str, str] = {}
+        self.evictions: list[Eviction] = []
+        self.last: SessionResult | None = None
+        self.events: dict[tuple[str, str, str, str], int] = {}
+
+    def add_event(self, event: Event) -> None:
+        key = event.key()
+        self.events[key] = self.events.get(key, 0) + 1
+
+    def as_dict(self) -> dict[str, Any]:
+        last = self.last or SessionResult()
+        return {
+            "sessions": self.sessions,
+            "binds": dict(self.binds),
+            "evictions": [{"pod": e.task, "node": e.node, "action": e.action,
+                           "for": e.preemptor} for e in self.evictions],
+            "pipelined": dict(sorted(last.pipelined.items())),
+            "pending": dict(sorted(last.pending.items())),
+            "podGroups": {
+                uid: {"phase": phase, "conditions": [c.as_dict() for c in conditions]}
+                for uid, (phase, conditions) in sorted(last.podgroups.items())
+            },
+            "queues": {name: {"allocated": allocated.to_k8s()}
+                       for name, allocated in sorted(last.queues.items())},
+            "events": [
+                {"object": obj, "type": type_, "reason": reason, "message": message,
+                 "count": count}
+                for (obj, type_, reason, message), count in self.events.items()
+            ],
+        }
+
+
+class Simulation:
+    """A cluster in memory, fed from manifests, scheduled by real sessions."""
+
+    _ORDER = {"PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Pod": 4}
+
+    def __init__(self, conf: SchedulerConf, scheduler_names: tuple[str, ...] = ("vscheduler",),
+                 default_queue: str = "default") -> None:
+        self.conf = conf
+        self.default_queue = default_queue
+        self.cache = Cache(scheduler_names, default_queue)
+        self.report = Report()
+        self._evicted: list[str] = []
+        self._bound: list[str] = []
+
+    def load(self, objects: list[tuple[str, dict]], problems: Iterable[Event] = ()) -> None:
+        """Add objects; a malformed one is skipped with a Warning event naming it."""
+        for event in problems:
+            self.report.add_event(event)
+        ranked = sorted(enumerate(objects), key=lambda item: (
+            self._ORDER.get(str(item[1][1].get("kind")), 9), item[0]))
+        for index, (where, obj) in ranked:
+            try:
+                self._add(obj, float(index))
+            except BadObject as err:
+                self.report.add_event(Event(_describe(obj), "Warning", "BadObject",
+                                            f"{where}: {_describe(obj)} skipped: {err}"))
+
+    def _add(self, obj: dict, order: float) -> None:
+        kind = obj.get("kind")
+        group = str(obj.get("apiVersion", "")).split("/")[0]
+        cache = self.cache
+        if kind == "Pod":
+            cache.add_pod(parse_pod(obj, order))
+        elif kind == "Node":
+            cache.add_node(parse_node(obj))
+        elif kind == "PodGroup" and group in PODGROUP_GROUPS:
+            cache.add_podgroup(parse_podgroup(obj, order))
+        elif kind == "Queue" and group == "scheduling.volcano.sh":
+            cache.add_queue(parse_queue(obj, order))
+        elif kind == "PriorityClass":
+            cache.add_priority_class(parse_priority_class(obj))
+        # Other kinds (Deployments, Services, ...) do not affect scheduling.
+
+    def step(self) -> SessionResult:
+        """Let time pass, then run one session and apply its decisions."""
+        self._advance()
+        self.report.sessions += 1
+        number = self.report.sessions
+        session = Session(self.cache.snapshot(), self.conf, default_queue=self.default_queue,
+                          uid=f"session-{number}")
+        result = session.run()
+        cache = self.cache
+        for key, node in result.binds.items():
+            cache.bind(key, node)
+            self.report.binds[key] = node
+            self._bound.append(key)
+            result.events.append(Event(f"Pod/{key}", "Normal", "Scheduled",
+                                       f"Successfully assigned {key} to {node}"))
+        for eviction in result.evictions:
+            cache.set_releasing(eviction.task)
+            self._evicted.append(eviction.task)
+            self.report.evictions.append(eviction)
+        for uid, job in session.jobs.items():
+            cache.set_podgroup_status(uid, job.phase, job.conditions)
+        for event in result.events:
+            self.report.add_event(event)
+        self.report.last = result
+        return result
+
+    def _advance(self) -> None:
+        for key in self._bound:
+            self.cache.set_running(key)
+        for key in self._evicted:
+            self.cache.delete_pod(key)
+        self._bound.clear()
+        self._evicted.clear()
+
+    def run(self, sessions: int = 1) -> Report:
+        for _ in range(sessions):
+            self.step()
+        return self.report
