@@ -458,7 +458,11 @@ class Session:
             job.phase = self._podgroup_phase(job)
             if not job.bare:
                 result.podgroups[uid] = (job.phase, job.conditions)
-            pending = [t for t in job.tasks.values() if t.status == S.PENDING]
+            # Allocated but never committed (the job only got pipelined): nothing was
+            # decided for these, so they are pending too, with where they could go.
+            for task in job.tasks_in(S.ALLOCATED):
+                task.last_transaction = (S.ALLOCATED, task.node_name)
+            pending = [t for t in job.tasks.values() if t.status & (S.PENDING | S.ALLOCATED)]
             for task in sorted(pending, key=lambda t: t.key):
                 reasons = self.reasons_for(task)
                 result.pending[task.key] = reasons

@@ -1,0 +1,164 @@
+"""allocate: gangs all or nothing, elastic jobs, orders, pipelining, and reasons."""
+
+from __future__ import annotations
+
+from tests.builders import gang, node, pod, podgroup, priority_class, queue, simulate
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+"""
+
+
+def test_gang_that_does_not_fit_gets_no_binds_a_condition_and_reasons():
+    objects = [node("n1", cpu="4"), node("n2", cpu="2"), node("n3", cpu="1"),
+               *gang("train", 3, cpu="3")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {}
+    group = report["podGroups"]["default/train"]
+    condition = next(c for c in group["conditions"] if c["type"] == "Unschedulable")
+    assert condition["status"] == "True"
+    assert condition["reason"] == "NotEnoughResources"
+    assert condition["message"].startswith("2/3 tasks in gang unschedulable")
+    assert set(report["pending"]) == {"default/train-0", "default/train-1", "default/train-2"}
+    for reasons in report["pending"].values():
+        assert reasons and all(reasons)
+    # The task that found no node says why, in kube-scheduler's words.
+    assert "0/3 nodes are available: 3 Insufficient cpu." in report["pending"][
+        "default/train-1"]
+    # The first task had a node until the gang failed: it says where it could go.
+    assert any("can possibly be assigned to n1" in r
+               for r in report["pending"]["default/train-0"])
+    assert any(e["object"] == "PodGroup/default/train" and e["reason"] == "Unschedulable"
+               for e in report["events"])
+
+
+def test_gang_that_fits_is_bound_whole():
+    report = simulate([node("n1", cpu="4"), node("n2", cpu="4"), *gang("g", 4, cpu="2")],
+                      CONF)
+    assert sorted(report["binds"]) == [f"default/g-{i}" for i in range(4)]
+    assert report["pending"] == {}
+
+
+def test_elastic_job_gets_min_then_what_fits():
+    objects = [node("n1", cpu="3"), *gang("e", 5, min_member=2, cpu="1")]
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"]) == ["default/e-0", "default/e-1", "default/e-2"]
+    assert set(report["pending"]) == {"default/e-3", "default/e-4"}
+
+
+def test_higher_priority_job_goes_first():
+    objects = [priority_class("high", 1000), priority_class("low", 10), node("n1", cpu="2"),
+               *gang("low", 1, cpu="2", priority_class="low"),
+               *gang("high", 1, cpu="2", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {"default/high-0": "n1"}
+
+
+def test_tasks_are_taken_by_the_index_in_their_names():
+    # Names of three parts or more end in an index (`job-worker-3`), as Volcano reads them.
+    objects = [node("n1", cpu="2"), podgroup("w", 1),
+               *(pod(f"job-w-{i}", cpu="1", group="w") for i in (10, 2, 1))]
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"]) == ["default/job-w-1", "default/job-w-2"]
+
+
+def test_task_waits_on_resources_being_released():
+    releasing = pod("old", cpu="4", node_name="n1", scheduler="default-scheduler")
+    releasing["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    report = simulate([node("n1", cpu="4"), releasing, pod("new", cpu="2")], CONF)
+    assert report["binds"] == {}
+    assert report["pipelined"] == {"default/new": "n1"}
+
+
+def test_other_schedulers_pods_take_room_but_are_not_scheduled():
+    objects = [node("n1", cpu="4"),
+               pod("theirs", cpu="3", node_name="n1", scheduler="default-scheduler"),
+               pod("unplaced", cpu="1", scheduler="default-scheduler"),
+               pod("ours", cpu="2")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {}
+    assert "default/unplaced" not in report["pending"]
+    assert report["pending"]["default/ours"] == ["0/1 nodes are available: 1 Insufficient cpu."]
+
+
+def test_init_containers_and_overhead_count_as_kubernetes_counts_them():
+    p = pod("p", cpu="1")
+    p["spec"]["initContainers"] = [{"name": "init", "resources": {"requests": {"cpu": "3"}}}]
+    p["spec"]["overhead"] = {"cpu": "500m"}
+    report = simulate([node("n1", cpu="3"), p], CONF)
+    assert report["pending"]["default/p"] == ["0/1 nodes are available: 1 Insufficient cpu."]
+    report = simulate([node("n1", cpu="3500m"), p], CONF)
+    assert report["binds"] == {"default/p": "n1"}
+
+
+def test_nominated_node_is_tried_first():
+    p = pod("p", cpu="1")
+    p["status"]["nominatedNodeName"] = "n2"
+    report = simulate([node("n1"), node("n2"), p], CONF)
+    assert report["binds"] == {"default/p": "n2"}
+
+
+def test_scheduling_gated_pod_waits_with_a_reason():
+    report = simulate([node("n1"), pod("p", gates=["example.com/quota"])], CONF)
+    assert report["binds"] == {}
+    assert report["pending"]["default/p"] == [
+        "Pod has scheduling gates: example.com/quota"]
+
+
+def test_closed_queue_takes_nothing_new():
+    objects = [node("n1"), queue("closed", state="Closed"),
+               *gang("g", 1, queue="closed"), pod("solo", queue="closed")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {}
+    assert report["podGroups"]["default/g"]["phase"] == "Pending"
+    assert "queue closed is Closed" in report["pending"]["default/g-0"][0]
+
+
+def test_podgroup_naming_a_missing_queue_waits_with_a_warning():
+    report = simulate([node("n1"), *gang("g", 1, queue="nowhere")], CONF)
+    assert report["binds"] == {}
+    assert report["pending"]["default/g-0"] == ["queue 'nowhere' not found: the job waits "
+                                                "for it"]
+    assert any(e["object"] == "PodGroup/default/g" and e["type"] == "Warning"
+               and e["reason"] == "QueueNotFound" for e in report["events"])
+
+
+def test_pod_naming_a_missing_podgroup_waits_with_a_reason():
+    report = simulate([node("n1"), pod("p", group="ghost")], CONF)
+    assert report["pending"]["default/p"] == ["PodGroup default/ghost not found: the pod "
+                                              "waits for it"]
+
+
+def test_without_enqueue_jobs_are_admitted_by_allocate():
+    conf = CONF.replace('"enqueue, allocate, backfill"', '"allocate"')
+    report = simulate([node("n1"), *gang("g", 2)], conf)
+    assert sorted(report["binds"]) == ["default/g-0", "default/g-1"]
+
+
+def test_bare_pods_are_jobs_of_one_in_their_annotated_queue():
+    objects = [node("n1", cpu="2"), queue("q1"), pod("a", cpu="1", queue="q1"),
+               pod("b", cpu="1")]
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"]) == ["default/a", "default/b"]
+    assert report["queues"]["q1"]["allocated"]["cpu"] == "1"
+    assert report["queues"]["default"]["allocated"]["cpu"] == "1"
+    assert report["podGroups"] == {}
+
+
+def test_podgroup_phase_moves_inqueue_then_running():
+    objects = [node("n1"), *gang("g", 2)]
+    assert simulate(objects, CONF, sessions=1)["podGroups"]["default/g"]["phase"] == "Inqueue"
+    assert simulate(objects, CONF, sessions=2)["podGroups"]["default/g"]["phase"] == "Running"
+
+
+def test_minimum_task_members_per_role():
+    objects = [node("n1", cpu="3"),
+               podgroup("r", 3, min_task_member={"ps": 1, "worker": 2})]
+    for name, role, cpu in (("r-ps-0", "ps", "2"), ("r-worker-0", "worker", "1"),
+                            ("r-worker-1", "worker", "1")):
+        objects.append(pod(name, cpu=cpu, group="r", annotations={"volcano.sh/task-spec": role}))
+    report = simulate(objects, CONF)
+    # 4 CPUs are needed for the minimum of every role and only 3 exist: nothing binds.
+    assert report["binds"] == {}

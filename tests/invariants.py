@@ -1,0 +1,126 @@
+"""The invariants of ARCHITECTURE.md, checked after every session of a simulation.
+
+`run_checked(simulation, sessions)` steps a Simulation and raises AssertionError naming
+the invariant, the session and the object whenever one does not hold. The checks
+recompute everything from the cache's tasks, not from the accounting they check.
+"""
+
+from __future__ import annotations
+
+from vscheduler.model import TaskStatus
+from vscheduler.resources import CPU, MEMORY, Resource
+from vscheduler.simulate import Simulation
+
+S = TaskStatus
+PLACED = S.BOUND | S.RUNNING | S.BINDING
+QUOTA_PLUGINS = {"proportion", "capacity", "capacity-card"}
+
+
+def _placed_by_node(simulation: Simulation) -> dict[str, tuple[Resource, Resource]]:
+    """node -> (Σ placed incl. releasing, Σ placed excl. releasing)."""
+    out: dict[str, tuple[Resource, Resource]] = {n: (Resource(), Resource())
+                                                 for n in simulation.cache.nodes}
+    for task in simulation.cache.tasks.values():
+        if task.node_name in out and task.status & (PLACED | S.RELEASING):
+            out[task.node_name][0].add(task.resreq)
+            if not task.status & S.RELEASING:
+                out[task.node_name][1].add(task.resreq)
+    return out
+
+
+def _queue_allocated(simulation: Simulation) -> dict[str, Resource]:
+    cache = simulation.cache
+    out: dict[str, Resource] = {}
+    for job in cache.jobs.values():
+        total = out.setdefault(job.queue, Resource())
+        for task in job.tasks.values():
+            if task.status & PLACED:
+                total.add(task.resreq)
+    return out
+
+
+def _over(amount: Resource, limit: Resource, names: set[str]) -> list[str]:
+    """Dimensions in `names` where amount passes limit (limits missing = unlimited;
+    cpu/memory <= 0 = unlimited, as Volcano reads a capability)."""
+    failing = []
+    for name in names:
+        cap = limit.get(name) if name in (CPU, MEMORY) or name in limit.scalars else None
+        if cap is None or (name in (CPU, MEMORY) and cap <= 0):
+            continue
+        if amount.get(name) - cap >= 0.1:
+            failing.append(name)
+    return failing
+
+
+def check_session(simulation: Simulation, before_pending: set[str],
+                  before_queue: dict[str, Resource], before_placed: dict[str, int]) -> None:
+    """Check the invariants on the state just after `simulation.step()`."""
+    cache = simulation.cache
+    result = simulation.report.last
+    assert result is not None
+    number = simulation.report.sessions
+
+    # 1. No node holds more than its allocatable.
+    pipelined: dict[str, Resource] = {}
+    for key, node_name in result.pipelined.items():
+        pipelined.setdefault(node_name, Resource()).add(cache.tasks[key].resreq)
+    for name, (with_releasing, staying) in _placed_by_node(simulation).items():
+        allocatable = cache.nodes[name].allocatable
+        lacking = with_releasing.first_insufficient(allocatable)
+        assert lacking is None, f"session {number}: node {name} over {lacking}"
+        future = staying.clone().add(pipelined.get(name, Resource()))
+        lacking = future.first_insufficient(allocatable)
+        assert lacking is None, f"session {number}: node {name} pipelined over {lacking}"
+
+    # 2. Gangs: all of a job's session allocations or none.
+    new_by_job: dict[str, int] = {}
+    for key in result.binds:
+        job_id = cache.tasks[key].job_id
+        new_by_job[job_id] = new_by_job.get(job_id, 0) + 1
+    for job_id, new in new_by_job.items():
+        job = cache.jobs[job_id]
+        placed = before_placed.get(job_id, 0) + new
+        assert placed >= job.min_available, (
+            f"session {number}: gang {job_id} bound {new} new task(s), "
+            f"{placed} placed < minMember {job.min_available}")
+
+    # 3. Queue capability (when a quota plugin is configured).
+    if QUOTA_PLUGINS & set(simulation.conf.plugin_names()):
+        after = _queue_allocated(simulation)
+        requested: dict[str, set[str]] = {}
+        for key in result.binds:
+            task = cache.tasks[key]
+            requested.setdefault(cache.jobs[task.job_id].queue, set()).update(
+                task.resreq.names())
+        for queue_name, names in requested.items():
+            queue = cache.queues.get(queue_name)
+            if queue is None or queue.capability is None:
+                continue
+            over = _over(after[queue_name], queue.capability, names)
+            already = set(_over(before_queue.get(queue_name, Resource()), queue.capability,
+                                names))
+            assert not set(over) - already, (
+                f"session {number}: queue {queue_name} over its capability on {over}")
+
+    # 4. No pod lost.
+    evicted = {e.task for e in result.evictions}
+    for key in before_pending:
+        if key in result.binds or key in result.pipelined or key in evicted:
+            continue
+        reasons = result.pending.get(key)
+        assert reasons, f"session {number}: pending pod {key} has no outcome and no reason"
+        assert all(isinstance(r, str) and r for r in reasons), (key, reasons)
+
+
+def run_checked(simulation: Simulation, sessions: int) -> None:
+    for _ in range(sessions):
+        cache = simulation.cache
+        # What is pending at the start of the step (after time moved on).
+        simulation._advance()
+        before_pending = {k for k, t in cache.tasks.items()
+                          if t.job_id and t.status == S.PENDING}
+        before_queue = _queue_allocated(simulation)
+        before_placed = {uid: job.count(PLACED | S.SUCCEEDED)
+                         for uid, job in cache.jobs.items()}
+        simulation.step()
+        check_session(simulation, before_pending, before_queue, before_placed)

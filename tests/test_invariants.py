@@ -1,0 +1,117 @@
+"""The invariants of ARCHITECTURE.md on generated clusters and confs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import builders as b
+from tests.invariants import run_checked
+from vscheduler.conf import DEFAULT_CONF, parse_conf
+from vscheduler.simulate import Simulation
+
+CONFS = {
+    "default": DEFAULT_CONF,
+    "gang-only": """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+""",
+    "no-enqueue-binpack": """
+actions: "allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion},
+            {name: nodeorder}, {name: binpack}]
+""",
+    "flags-off": """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority, enableJobOrder: false}, {name: gang, enableJobReady: false},
+            {name: conformance}]
+- plugins: [{name: overcommit, arguments: {overcommit-factor: 1.0}}, {name: drf},
+            {name: predicates}, {name: proportion, enabledOverused: false},
+            {name: nodeorder, arguments: {mostrequested.weight: 2}}]
+""",
+}
+
+GPU = "nvidia.com/gpu"
+AVAILABLE = ["gang-only"]
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = []
+    objects.append(b.priority_class("high", 1000))
+    objects.append(b.priority_class("low", 10))
+    queue_names = ["default"] + [f"q{i}" for i in range(draw(st.integers(0, 2)))]
+    for name in queue_names[1:]:
+        capability = draw(st.one_of(st.none(), st.fixed_dictionaries(
+            {"cpu": st.sampled_from(["2", "4", "8", "16"])})))
+        objects.append(b.queue(name, draw(st.integers(1, 4)), capability=capability,
+                               state=draw(st.sampled_from([None, "Open", "Open", "Closed"]))))
+    node_count = draw(st.integers(1, 6))
+    for i in range(node_count):
+        extra = {GPU: str(draw(st.sampled_from([0, 2, 8])))}
+        taints = None
+        if draw(st.integers(0, 5)) == 0:
+            taints = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+        objects.append(b.node(f"n{i}", cpu=str(draw(st.sampled_from([2, 4, 8]))),
+                              memory=draw(st.sampled_from(["4Gi", "16Gi"])),
+                              pods=str(draw(st.sampled_from([3, 10, 110]))),
+                              labels={"zone": draw(st.sampled_from(["a", "b"]))},
+                              taints=taints, **extra))
+    # Pods of another scheduler already running.
+    for i in range(draw(st.integers(0, 3))):
+        objects.append(b.pod(f"other-{i}", cpu="1", memory="1Gi", scheduler="default-scheduler",
+                             node_name=f"n{draw(st.integers(0, node_count - 1))}"))
+    for j in range(draw(st.integers(1, 6))):
+        size = draw(st.integers(1, 4))
+        min_member = draw(st.integers(1, size))
+        cpu = draw(st.sampled_from(["500m", "1", "2", "3"]))
+        pod_args: dict[str, Any] = {
+            "queue": draw(st.sampled_from(queue_names + ["missing"])),
+            "priority_class": draw(st.sampled_from(["high", "low"])),
+        }
+        if draw(st.booleans()):
+            pod_args[GPU] = draw(st.sampled_from(["1", "2"]))
+        if draw(st.integers(0, 4)) == 0:
+            pod_args["node_selector"] = {"zone": "a"}
+        if draw(st.integers(0, 6)) == 0:
+            cpu, pod_args["memory"] = None, None  # best effort
+        if draw(st.booleans()):
+            group = b.gang(f"job{j}", size, min_member, cpu=cpu or "0", **pod_args)
+            if cpu is None:
+                for obj in group[1:]:
+                    obj["spec"]["containers"][0]["resources"] = {}
+            if draw(st.booleans()):
+                group[0]["spec"]["minResources"] = {"cpu": str(min_member)}
+            objects.extend(group)
+        else:
+            objects.append(b.pod(f"solo{j}", cpu=cpu, **pod_args))
+    return objects
+
+
+def _run(objects: list[dict[str, Any]], conf_name: str, sessions: int) -> Simulation:
+    simulation = Simulation(parse_conf(CONFS[conf_name], conf_name))
+    simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+    run_checked(simulation, sessions)
+    return simulation
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(), conf_name=st.sampled_from(AVAILABLE),
+       sessions=st.integers(1, 3))
+def test_invariants_hold_on_generated_clusters(objects, conf_name, sessions):
+    _run(objects, conf_name, sessions)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(), conf_name=st.sampled_from(AVAILABLE))
+def test_same_input_same_decisions(objects, conf_name):
+    first = json.dumps(_run(objects, conf_name, 2).report.as_dict())
+    second = json.dumps(_run(objects, conf_name, 2).report.as_dict())
+    assert first == second
