@@ -73,7 +73,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         min_member = draw(st.integers(1, size))
         cpu = draw(st.sampled_from(["500m", "1", "2", "3"]))
         pod_args: dict[str, Any] = {
-            "queue": draw(st.sampled_from(queue_names + ["missing"])),
+            "queue": draw(st.sampled_from([*queue_names, "missing"])),
             "priority_class": draw(st.sampled_from(["high", "low"])),
         }
         if draw(st.booleans()):

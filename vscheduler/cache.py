@@ -282,7 +282,7 @@ class Cache:
         # so a session's changes to one are seen by the other.
         by_key = {t.key: t for job in jobs.values() for t in job.tasks.values()}
         for node in nodes.values():
-            for key, (task, status) in node.tasks.items():
+            for key, (_, status) in node.tasks.items():
                 if key in by_key:
                     node.tasks[key] = (by_key[key], status)
         return Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped, warnings)

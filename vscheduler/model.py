@@ -224,6 +224,7 @@ class Job:
     """A PodGroup and its tasks, with the counters Volcano's gang rules read."""
 
     __slots__ = (
+        "_by_status",
         "allocated",
         "annotations",
         "bare",
@@ -245,7 +246,6 @@ class Job:
         "tasks",
         "total_request",
         "uid",
-        "_by_status",
     )
 
     def __init__(

@@ -149,9 +149,9 @@ def _expressions(raw: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]
             raise BadObject(f"{where}[{i}]: needs a key and an operator among In, NotIn, "
                             f"Exists, DoesNotExist, Gt, Lt")
         values = tuple(str(v) for v in _list(expr.get("values"), f"{where}[{i}].values"))
-        if operator in ("Gt", "Lt"):
-            if len(values) != 1 or not values[0].lstrip("-").isdigit():
-                raise BadObject(f"{where}[{i}]: {operator} needs one integer value")
+        if operator in ("Gt", "Lt") and (len(values) != 1
+                                         or not values[0].lstrip("-").isdigit()):
+            raise BadObject(f"{where}[{i}]: {operator} needs one integer value")
         out.append((key, operator, values))
     return out
 

@@ -10,8 +10,15 @@ import pluggy
 from vscheduler import hookspecs
 from vscheduler.plugin import Action
 
-__all__ = ["ACTIONS_GROUP", "PLUGINS_GROUP", "RegistryError", "hooks_of", "load_action",
-           "load_plugin", "installed"]
+__all__ = [
+    "ACTIONS_GROUP",
+    "PLUGINS_GROUP",
+    "RegistryError",
+    "hooks_of",
+    "installed",
+    "load_action",
+    "load_plugin",
+]
 
 ACTIONS_GROUP = "vscheduler.actions"
 PLUGINS_GROUP = "vscheduler.plugins"

@@ -9,7 +9,7 @@ confirms them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -113,7 +113,9 @@ class Report:
 class Simulation:
     """A cluster in memory, fed from manifests, scheduled by real sessions."""
 
-    _ORDER = {"PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Pod": 4}
+    # Load order, so that what an object refers to is there before it.
+    _ORDER: ClassVar[dict[str, int]] = {
+        "PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Pod": 4}
 
     def __init__(self, conf: SchedulerConf, scheduler_names: tuple[str, ...] = ("vscheduler",),
                  default_queue: str = "default") -> None:

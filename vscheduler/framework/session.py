@@ -441,7 +441,7 @@ class Session:
 
     def run(self) -> SessionResult:
         """Run the conf's actions in order, then close."""
-        for name, cls, args in self.conf.actions:
+        for _name, cls, args in self.conf.actions:
             cls(args).execute(self)
         return self.close()
 
@@ -473,7 +473,7 @@ class Session:
                            f"{job.fit_error()}")
             for task in job.tasks_in(S.PIPELINED):
                 result.pipelined[task.key] = task.node_name
-        for key, (task, reason) in self.snapshot.skipped.items():
+        for key, (_, reason) in self.snapshot.skipped.items():
             result.pending[key] = [reason]
         for name in self.queues:
             result.queues[name] = Resource()
