@@ -6,6 +6,8 @@ soon as their job is ready. Queues, jobs and tasks are taken in the session's or
 
 from __future__ import annotations
 
+from functools import cmp_to_key
+
 from vscheduler.fit import NodeFitErrors
 from vscheduler.framework.placement import predicate_nodes, select_best_node
 from vscheduler.framework.session import Session
@@ -36,7 +38,6 @@ class Backfill(Action):
                 return session.job_compare(lj, rj)
             return session.task_compare(left, right)
 
-        from functools import cmp_to_key
         for task in sorted(candidates, key=cmp_to_key(order)):
             unfit = session.pre_predicate(task)
             job = jobs[task.job_id]

@@ -11,7 +11,16 @@ missing waits, with a Warning event saying so.
 
 from __future__ import annotations
 
-from vscheduler.model import Condition, Job, Node, PriorityClass, Queue, Task, TaskStatus
+from vscheduler.model import (
+    BARE_JOB_SUFFIX,
+    Condition,
+    Job,
+    Node,
+    PriorityClass,
+    Queue,
+    Task,
+    TaskStatus,
+)
 from vscheduler.objects import QUEUE_NAME_ANNOTATION, NodeSpec, ParsedPod, PodGroupSpec
 
 __all__ = ["Cache", "Snapshot"]
@@ -141,9 +150,9 @@ class Cache:
                           creation=pod.creation)
                 self.jobs[uid] = job
             return job
-        # A pod of ours without a group: a job of one ('#' keeps it apart from PodGroups).
+        # A pod of ours without a group: a job of one.
         queue = pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue
-        job = Job(pod.namespace, f"{pod.name}#pod", queue, 1,
+        job = Job(pod.namespace, pod.name + BARE_JOB_SUFFIX, queue, 1,
                   min_resources=parsed.resreq, priority_class_name=pod.priority_class_name,
                   creation=pod.creation, preemptable=parsed.preemptable,
                   annotations=pod.annotations, bare=True)

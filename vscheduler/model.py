@@ -30,6 +30,15 @@ __all__ = [
 ]
 
 
+# A pod of ours without a PodGroup is a job of one named after the pod; '#' never occurs
+# in Kubernetes names, so such a job cannot collide with a PodGroup.
+BARE_JOB_SUFFIX = "#pod"
+
+
+def is_bare_job(uid: str) -> bool:
+    return uid.endswith(BARE_JOB_SUFFIX)
+
+
 class TaskStatus(enum.IntFlag):
     PENDING = 1
     ALLOCATED = 2

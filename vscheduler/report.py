@@ -33,13 +33,16 @@ def render_text(report: dict[str, Any]) -> str:
         out.append("")
         out.append("Waiting for resources being released (pipelined):")
         out.extend(_table(["POD", "NODE"], [[p, n] for p, n in report["pipelined"].items()]))
-    pending = report["pending"]
-    if pending:
+    jobs = report["pendingJobs"]
+    if jobs:
         out.append("")
-        out.append(f"Pending ({len(pending)}):")
-        for pod, reasons in pending.items():
-            out.append(f"  {pod}")
-            for reason in reasons:
+        out.append(f"Pending ({len(report['pending'])} pod(s) in {len(jobs)} job(s)):")
+        for name, job in jobs.items():
+            pods = job["pods"]
+            what = pods[0] if pods == [name] else f"{name} ({len(pods)} pod(s))"
+            queue = f", queue {job['queue']}" if job["queue"] else ""
+            out.append(f"  {what}{queue}")
+            for reason in job["reasons"]:
                 out.append(f"    - {reason}")
     groups = report["podGroups"]
     if groups:

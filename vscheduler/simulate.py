@@ -73,6 +73,13 @@ def _describe(obj: dict) -> str:
     return f"{kind}/{namespace or 'default'}/{name}"
 
 
+def _job_reasons(pods: list[str], pending: dict[str, list[str]]) -> list[str]:
+    """A job's reasons: those all its pending pods share, then each pod's own, named."""
+    shared = [r for r in pending[pods[0]] if all(r in pending[p] for p in pods[1:])]
+    own = [f"{p.split('/', 1)[1]}: {r}" for p in pods for r in pending[p] if r not in shared]
+    return shared + own if len(pods) > 1 else shared
+
+
 class Report:
     """Everything the run decided, in the JSON shape ARCHITECTURE.md fixes."""
 
@@ -96,6 +103,11 @@ class Report:
                            "for": e.preemptor} for e in self.evictions],
             "pipelined": dict(sorted(last.pipelined.items())),
             "pending": dict(sorted(last.pending.items())),
+            "pendingJobs": {
+                name: {"queue": queue, "pods": sorted(pods),
+                       "reasons": _job_reasons(sorted(pods), last.pending)}
+                for name, (queue, pods) in sorted(last.pending_jobs.items())
+            },
             "podGroups": {
                 uid: {"phase": phase, "conditions": [c.as_dict() for c in conditions]}
                 for uid, (phase, conditions) in sorted(last.podgroups.items())

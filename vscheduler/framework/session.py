@@ -29,6 +29,7 @@ from vscheduler.model import (
     Queue,
     Task,
     TaskStatus,
+    is_bare_job,
 )
 from vscheduler.resources import Resource
 
@@ -70,13 +71,16 @@ class Eviction:
 class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
-    __slots__ = ("binds", "events", "evictions", "pending", "pipelined", "podgroups", "queues")
+    __slots__ = ("binds", "events", "evictions", "pending", "pending_jobs", "pipelined",
+                 "podgroups", "queues")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
         self.evictions: list[Eviction] = []
         self.pipelined: dict[str, str] = {}
         self.pending: dict[str, list[str]] = {}
+        # job (PodGroup uid, or the pod's key for a pod without one) -> (queue, pod keys)
+        self.pending_jobs: dict[str, tuple[str, list[str]]] = {}
         # PodGroup uid -> (phase, conditions), for every PodGroup in the session
         self.podgroups: dict[str, tuple[str, list[Condition]]] = {}
         self.queues: dict[str, Resource] = {}
@@ -466,6 +470,8 @@ class Session:
             for task in sorted(pending, key=lambda t: t.key):
                 reasons = self.reasons_for(task)
                 result.pending[task.key] = reasons
+                name = task.key if job.bare else uid
+                result.pending_jobs.setdefault(name, (job.queue, []))[1].append(task.key)
                 self.event(f"Pod/{task.key}", "Warning", "FailedScheduling", reasons[0])
             if pending and not job.bare:
                 self.event(f"PodGroup/{uid}", "Warning", "Unschedulable",
@@ -473,8 +479,10 @@ class Session:
                            f"{job.fit_error()}")
             for task in job.tasks_in(S.PIPELINED):
                 result.pipelined[task.key] = task.node_name
-        for key, (_, reason) in self.snapshot.skipped.items():
+        for key, (task, reason) in self.snapshot.skipped.items():
             result.pending[key] = [reason]
+            job = key if is_bare_job(task.job_id) else task.job_id
+            result.pending_jobs.setdefault(job, ("", []))[1].append(key)
         for name in self.queues:
             result.queues[name] = Resource()
         for job in self.jobs.values():
