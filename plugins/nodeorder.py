@@ -35,9 +35,9 @@ from collections.abc import Sequence
 
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
+from vscheduler.matching import Toleration, term_matches, tolerated
 from vscheduler.model import Node, Task
 from vscheduler.plugin import Argument, Plugin
-from vscheduler.plugins.predicates import Toleration, term_matches, tolerated
 
 __all__ = [
     "GPU",

@@ -31,52 +31,29 @@ limits, volume zones and volume binding (`predicate.NodeVolumeLimitsEnable`,
 the equivalence cache (`predicate.CacheEnable`: the per-task preparation below makes
 it unnecessary). Scheduling gates are the actions' business: a gated pod is never tried.
 
-The helpers that match labels and tolerations are plain functions, also used by the
-nodeorder plugin's scorers.
+The matching rules themselves (labels, tolerations, ports) are in `vscheduler.matching`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
-
 from vscheduler.fit import Unfit
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
+from vscheduler.matching import (
+    HARD_EFFECTS,
+    UNSCHEDULABLE_TAINT,
+    HostPort,
+    Taint,
+    first_untolerated_taint,
+    ports_conflict,
+    required_affinity_matches,
+    selector_matches,
+    tolerated,
+)
 from vscheduler.model import Node, Task, TaskStatus
 from vscheduler.plugin import Argument, Plugin
 
-__all__ = [
-    "NODE_NAME_FIELD",
-    "Expression",
-    "HostPort",
-    "PredicatesPlugin",
-    "Taint",
-    "Toleration",
-    "expression_matches",
-    "first_untolerated_taint",
-    "parse_label_int",
-    "ports_conflict",
-    "required_affinity_matches",
-    "selector_matches",
-    "taint_reason",
-    "term_matches",
-    "tolerated",
-    "tolerates",
-]
-
-# (key, operator, values); the key `NODE_NAME_FIELD` stands for `matchFields`
-# `metadata.name` (see `vscheduler.objects`).
-Expression = tuple[str, str, tuple[str, ...]]
-Toleration = tuple[str, str, str, str]  # (key, operator, value, effect)
-Taint = tuple[str, str, str]  # (key, value, effect)
-HostPort = tuple[str, str, int]  # (protocol, host IP, port)
-
-NODE_NAME_FIELD = "\0metadata.name"
-UNSCHEDULABLE_TAINT: Taint = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
-# Taint effects that keep a pod off a node (PreferNoSchedule only scores lower).
-HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-ANY_IP = "0.0.0.0"
+__all__ = ["PredicatesPlugin", "taint_reason"]
 
 REASON_POD_NUMBER = "node(s) pod number exceeded"
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -89,108 +66,13 @@ _UNSCHEDULABLE = Unfit(REASON_UNSCHEDULABLE)
 _AFFINITY = Unfit(REASON_AFFINITY)
 _PORTS = Unfit(REASON_PORTS, resolvable=True)
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_GO_INT = re.compile(r"[+-]?[0-9]+")
 
 
-# --------------------------------------------------------------------------- matching
-
-
-def parse_label_int(text: str) -> int | None:
-    """`text` as Go's `strconv.ParseInt(text, 10, 64)` reads it, or None. Stricter than
-    `int()`, which would also take spaces, underscores and non-ASCII digits: a label value
-    kube-scheduler cannot compare must not match here either."""
-    if not _GO_INT.fullmatch(text):
-        return None
-    number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
-
-
-def expression_matches(expression: Expression, labels: Mapping[str, str],
-                       node_name: str) -> bool:
-    """One node selector requirement against a node's labels (or, for `matchFields`,
-    its name). NotIn and DoesNotExist match a node without the label; Gt and Lt need
-    the label and both sides to be integers, and otherwise do not match."""
-    key, operator, values = expression
-    value = node_name if key == NODE_NAME_FIELD else labels.get(key)
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt"):
-        if value is None or len(values) != 1:
-            return False
-        have, bound = parse_label_int(value), parse_label_int(values[0])
-        if have is None or bound is None:
-            return False
-        return have > bound if operator == "Gt" else have < bound
-    return False
-
-
-def term_matches(term: Sequence[Expression], labels: Mapping[str, str],
-                 node_name: str) -> bool:
-    """A node selector term: all its expressions hold. An empty term selects no node,
-    as in Kubernetes."""
-    if not term:
-        return False
-    return all(expression_matches(expression, labels, node_name) for expression in term)
-
-
-def required_affinity_matches(terms: Sequence[Sequence[Expression]],
-                              labels: Mapping[str, str], node_name: str) -> bool:
-    """Required node affinity: any one of its terms holds (none given: no node)."""
-    return any(term_matches(term, labels, node_name) for term in terms)
-
-
-def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    """`nodeSelector`: every label present with that value."""
-    return selector.items() <= labels.items()
-
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """Kubernetes' rule: an empty effect matches every effect, an empty key every key
-    (Exists with neither tolerates everything); Equal compares the values."""
-    key, operator, value, effect = toleration
-    taint_key, taint_value, taint_effect = taint
-    if effect and effect != taint_effect:
-        return False
-    if key and key != taint_key:
-        return False
-    if operator == "Exists":
-        return True
-    return operator in ("", "Equal") and value == taint_value
-
-
-def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
-    return any(tolerates(toleration, taint) for toleration in tolerations)
-
-
-def first_untolerated_taint(taints: Iterable[Taint],
-                            tolerations: Sequence[Toleration]) -> Taint | None:
-    """The first NoSchedule or NoExecute taint none of `tolerations` tolerates: the one
-    kube-scheduler names in its refusal."""
-    for taint in taints:
-        if taint[2] in HARD_EFFECTS and not (tolerations and tolerated(taint, tolerations)):
-            return taint
-    return None
 
 
 def taint_reason(taint: Taint) -> str:
     """kube-scheduler's words for an untolerated taint."""
     return f"node(s) had untolerated taint {{{taint[0]}: {taint[1]}}}"
-
-
-def ports_conflict(wanted: HostPort, used: HostPort) -> bool:
-    """Same protocol and port, on the same host IP or on all of them (0.0.0.0)."""
-    protocol, ip, port = wanted
-    used_protocol, used_ip, used_port = used
-    if port != used_port or (protocol or "TCP") != (used_protocol or "TCP"):
-        return False
-    return ip == used_ip or ip in ("", ANY_IP) or used_ip in ("", ANY_IP)
 
 
 # --------------------------------------------------------------------------- plugin

@@ -96,6 +96,8 @@ def load_conf(path: str | None) -> SchedulerConf:
             text = handle.read()
     except OSError as err:
         raise ConfError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfError(f"{path}: not UTF-8 text (byte {err.start})") from None
     return parse_conf(text, path)
 
 

@@ -12,6 +12,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from vscheduler.matching import NODE_NAME_FIELD
 from vscheduler.model import Pod, PriorityClass, Queue, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
@@ -163,7 +164,7 @@ def _node_selector_term(term: Any, where: str) -> list[tuple[str, str, tuple[str
     for i, field in enumerate(_expressions(term.get("matchFields"), f"{where}.matchFields")):
         if field[0] != "metadata.name":
             raise BadObject(f"{where}.matchFields[{i}]: only metadata.name is supported")
-        exprs.append(("\0metadata.name", field[1], field[2]))
+        exprs.append((NODE_NAME_FIELD, field[1], field[2]))
     return exprs
 
 

@@ -35,8 +35,13 @@ def load_manifests(paths: Iterable[str]) -> tuple[list[tuple[str, dict]], list[E
     objects: list[tuple[str, dict]] = []
     problems: list[Event] = []
     for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, encoding="utf-8", errors="strict") as handle:
+            try:
+                text = handle.read()
+            except UnicodeDecodeError as err:
+                problems.append(Event(f"File/{path}", "Warning", "BadManifest",
+                                      f"{path}: not UTF-8 text (byte {err.start}), skipped"))
+                continue
         try:
             documents = list(yaml.safe_load_all(text))
         except yaml.YAMLError as err:

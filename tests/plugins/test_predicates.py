@@ -9,22 +9,24 @@ import pytest
 from tests.builders import node, open_session, pod, simulate
 from vscheduler.conf import ConfError, parse_conf
 from vscheduler.framework.session import Session
-from vscheduler.model import Task
-from vscheduler.plugins.predicates import (
+from vscheduler.matching import (
     NODE_NAME_FIELD,
-    REASON_AFFINITY,
-    REASON_POD_NUMBER,
-    REASON_PORTS,
-    REASON_UNSCHEDULABLE,
     expression_matches,
     first_untolerated_taint,
     parse_label_int,
     ports_conflict,
     required_affinity_matches,
     selector_matches,
-    taint_reason,
     term_matches,
     tolerates,
+)
+from vscheduler.model import Task
+from vscheduler.plugins.predicates import (
+    REASON_AFFINITY,
+    REASON_POD_NUMBER,
+    REASON_PORTS,
+    REASON_UNSCHEDULABLE,
+    taint_reason,
 )
 
 CONF = """

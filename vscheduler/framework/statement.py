@@ -63,16 +63,13 @@ class Statement:
         self.operations.append(Operation(_EVICT, task, node, reason, preemptor))
 
     def _place(self, task: Task, node: Node, status: TaskStatus, kind: str) -> str | None:
+        if task.status != S.PENDING:
+            task.eviction_occurred = False
+            return f"task {task.key} is {task.status.label}, not Pending: not placed again"
         session = self.session
-        job = session.jobs[task.job_id]
-        job.update_task_status(task, status)
+        session.jobs[task.job_id].update_task_status(task, status)
         task.node_name = node.name
-        try:
-            node.add_task(task)
-        except ValueError as err:
-            job.update_task_status(task, S.PENDING)
-            task.node_name = ""
-            return str(err)
+        node.add_task(task)
         error = session.allocate_event(task)
         if error:
             self._unplace(task, node)
