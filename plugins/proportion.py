@@ -1,0 +1,325 @@
+"""proportion: queues share the cluster by weight, within their capability and guarantee.
+
+Each queue that has jobs in the session gets a *deserved* amount of every resource, by
+water-filling: the cluster is handed out in proportion to the queues' weights; a queue
+never deserves more than it requests or than its *real capability* (the cluster less the
+other queues' guarantees, capped by its own `capability`), and never less than its
+`guarantee`; what a queue cannot use goes round again to the others until nothing is
+left or nobody can take more. A queue without jobs takes no part.
+
+The verdicts that follow from it:
+- queue order: higher `spec.priority` first, then the queue with the lower share
+  (allocated / deserved on its dominant resource);
+- allocate: a queue is *overused* once its allocation reaches its deserved amount on
+  every resource, and a task is *allocatable* only if the queue's allocation plus the
+  task stays within deserved on every resource the task asks for;
+- enqueue: a PodGroup is admitted only if its minResources, with what the queue holds
+  and has already admitted (less what running jobs hold beyond their minimum), fit in
+  the queue's real capability;
+- reclaim: a queue's tasks are victims only while the queue holds more than it deserves.
+A queue that is not Open (`Closed`, `Closing`) takes nothing new. An empty
+`status.state` counts as Open: no queue controller runs beside this scheduler.
+
+Quota checks (allocatable, enqueue) are Volcano's: strict, only on the resources asked
+for, `pods` aside, and a resource the limit does not list counts as zero there.
+
+Departures from Volcano, on purpose: the real capability keeps every resource of the
+cluster as a finite amount (Volcano drops a resource the other queues' guarantees take
+whole, and then treats it as unlimited in the water-filling); nothing panics or goes
+negative when the cluster shrinks below the guarantees; the water-filling loop is
+bounded; and a queue deserves its guarantee even when every queue has weight 0.
+"""
+
+from __future__ import annotations
+
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
+from vscheduler.plugin import Plugin
+from vscheduler.quota import (
+    amount_text,
+    inqueue_resource,
+    quota_exceeded,
+    resource_text,
+    without_gated,
+)
+from vscheduler.resources import CPU, INF, MEMORY, Resource, share
+
+__all__ = ["ProportionPlugin", "QueueAttr"]
+
+S = TaskStatus
+# The water-filling ends well before this in practice (each round a queue is satisfied
+# or the cluster is used up); the bound only guards against float noise.
+MAX_ROUNDS = 1000
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _same(left: Resource, right: Resource) -> bool:
+    """Exactly equal, not within tolerance: a queue whose deserved amount still grows,
+    however little, may take more in the next round (as Volcano's deep equality)."""
+    return (left.cpu, left.memory, left.scalars) == (right.cpu, right.memory, right.scalars)
+
+
+def _diff(new: Resource, old: Resource) -> tuple[Resource, Resource]:
+    """(increase, decrease) per dimension from `old` to `new`."""
+    increased, decreased = Resource(), Resource()
+    for name in (CPU, MEMORY, *sorted(set(new.scalars) | set(old.scalars))):
+        delta = new.get(name) - old.get(name)
+        if delta > 0:
+            increased.set(name, delta)
+        elif delta < 0:
+            decreased.set(name, -delta)
+    return increased, decreased
+
+
+# --------------------------------------------------------------------------- state
+
+
+class QueueAttr:
+    """What proportion knows of one queue in this session."""
+
+    __slots__ = ("allocated", "capability", "deserved", "elastic", "guarantee", "inqueue",
+                 "name", "real_capability", "request", "share", "weight")
+
+    def __init__(self, queue: Queue, total: Resource, total_guarantee: Resource) -> None:
+        self.name = queue.name
+        self.weight = queue.weight
+        self.guarantee = queue.guarantee.clone() if queue.guarantee else Resource()
+        self.capability: Resource | None = None
+        if queue.capability is not None:
+            # A capability of zero (or none) cpu or memory means no limit on it.
+            self.capability = queue.capability.clone()
+            if self.capability.cpu <= 0:
+                self.capability.cpu = INF
+            if self.capability.memory <= 0:
+                self.capability.memory = INF
+        self.real_capability = _real_capability(total, total_guarantee, self.guarantee)
+        if self.capability is not None:
+            self.real_capability.min_dimension(self.capability, missing_infinite=True)
+        self.deserved = Resource()
+        self.allocated = Resource()
+        self.request = Resource()
+        self.inqueue = Resource()
+        self.elastic = Resource()
+        self.share = 0.0
+
+    def update_share(self) -> None:
+        """allocated / deserved on the resource where that is largest (0 if nothing is
+        deserved)."""
+        deserved, allocated = self.deserved, self.allocated
+        self.share = max((share(allocated.get(n), deserved.get(n)) for n in deserved.names()),
+                         default=0.0)
+
+    def __repr__(self) -> str:
+        return (f"QueueAttr({self.name}, deserved={self.deserved}, "
+                f"allocated={self.allocated}, share={self.share:.3f})")
+
+
+def _real_capability(total: Resource, total_guarantee: Resource,
+                     guarantee: Resource) -> Resource:
+    """What a queue could ever get: the cluster less every guarantee, plus its own. Every
+    dimension of the cluster is kept, at zero if guarantees take it all."""
+    real = Resource(max(total.cpu - total_guarantee.cpu, 0),
+                    max(total.memory - total_guarantee.memory, 0))
+    for name, amount in total.scalars.items():
+        real.scalars[name] = max(amount - total_guarantee.scalars.get(name, 0), 0)
+    return real.add(guarantee)
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+class ProportionPlugin(Plugin):
+    name = "proportion"
+
+    @hookimpl
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        self.total = session.total_resource
+        total_guarantee = Resource()
+        for queue in session.queues.values():
+            if queue.guarantee is not None:
+                total_guarantee.add(queue.guarantee)
+        self.queue_attrs: dict[str, QueueAttr] = {}
+        for job in session.jobs.values():
+            queue = session.queues.get(job.queue)
+            if queue is None:
+                continue
+            attr = self.queue_attrs.get(queue.name)
+            if attr is None:
+                attr = self.queue_attrs[queue.name] = QueueAttr(queue, self.total,
+                                                                total_guarantee)
+            self._count_job(attr, job)
+        self._divide()
+
+    @staticmethod
+    def _count_job(attr: QueueAttr, job: Job) -> None:
+        for task in job.tasks.values():
+            if task.status & ALLOCATED_STATUSES:
+                attr.allocated.add(task.resreq)
+                attr.request.add(task.resreq)
+            elif task.status == S.PENDING:
+                attr.request.add(task.resreq)
+        if job.min_resources is not None:
+            if job.phase == "Inqueue":
+                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
+            elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
+                # A running job still owed part of its minimum keeps that part reserved;
+                # one that fell below minMember (tasks finished) reserves nothing.
+                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
+        # What a job holds beyond its minimum could be given back: it does not count
+        # against admitting others (all of it, for a job that states no minimum).
+        attr.elastic.add(job.allocated.exceeded_part(job.min_resources or Resource()))
+
+    def _divide(self) -> None:
+        """Water-fill the cluster into the queues' deserved amounts."""
+        attrs = sorted(self.queue_attrs.values(), key=lambda a: a.name)
+        remaining = self.total.clone()
+        met: set[str] = set()
+        for _ in range(MAX_ROUNDS):
+            hungry = [a for a in attrs if a.name not in met]
+            total_weight = sum(a.weight for a in hungry)
+            if total_weight <= 0:
+                break
+            before = remaining.clone()
+            increased, decreased = Resource(), Resource()
+            for attr in hungry:
+                old = attr.deserved.clone()
+                attr.deserved.add(remaining.clone().multiply(attr.weight / total_weight))
+                attr.deserved.min_dimension(attr.real_capability, missing_infinite=True)
+                attr.deserved.min_dimension(attr.request, missing_infinite=False)
+                attr.deserved.set_max(attr.guarantee)
+                if attr.request.less_equal(attr.deserved) or _same(attr.deserved, old):
+                    met.add(attr.name)
+                more, less = _diff(attr.deserved, old)
+                increased.add(more)
+                decreased.add(less)
+            remaining = remaining.add(decreased).exceeded_part(increased)
+            if remaining.is_empty() or remaining.equal(before):
+                break
+        for attr in attrs:
+            # A guarantee holds even when no queue has weight (the loop never ran).
+            attr.deserved.set_max(attr.guarantee)
+            attr.update_share()
+
+    def _attr_of(self, queue_name: str) -> QueueAttr | None:
+        return self.queue_attrs.get(queue_name)
+
+    # ---------------------------------------------------------------- order
+
+    @hookimpl
+    def queue_order(self, left: Queue, right: Queue) -> int:
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        la, ra = self._attr_of(left.name), self._attr_of(right.name)
+        if la is None or ra is None or la.share == ra.share:
+            return 0
+        return -1 if la.share < ra.share else 1
+
+    # ---------------------------------------------------------------- allocate
+
+    @hookimpl
+    def overused(self, queue: Queue) -> str | None:
+        attr = self._attr_of(queue.name)
+        if attr is None or not attr.deserved.less_equal(attr.allocated):
+            return None
+        return (f"queue {queue.name} is overused: allocated {resource_text(attr.allocated)} "
+                f"of deserved {resource_text(attr.deserved)}")
+
+    def _room_for(self, queue: Queue, request: Resource) -> str | None:
+        """None if `queue` may take `request` more within its deserved amount."""
+        if not queue.is_open():
+            return f"queue {queue.name} is {queue.state}: it takes nothing new"
+        attr = self._attr_of(queue.name)
+        if attr is None:
+            return None
+        future = attr.allocated.clone().add(request)
+        failing = quota_exceeded(future, attr.deserved, request)
+        if not failing:
+            return None
+        details = "; ".join(
+            f"insufficient {n} (allocated + request {amount_text(n, future.get(n))} > "
+            f"deserved {amount_text(n, attr.deserved.get(n))})" for n in failing)
+        return f"queue {queue.name}: {details}"
+
+    @hookimpl
+    def allocatable(self, queue: Queue, task: Task) -> str | None:
+        return self._room_for(queue, task.resreq)
+
+    @hookimpl
+    def preemptive(self, queue: Queue, task: Task) -> str | None:
+        return self._room_for(queue, task.resreq)
+
+    # ---------------------------------------------------------------- reclaim
+
+    @hookimpl
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        """Candidates of queues holding more than they deserve, taken in the order given
+        until each queue is back within its deserved amount."""
+        jobs = self.session.jobs
+        holding: dict[str, Resource] = {}
+        victims = []
+        for task in candidates:
+            job = jobs.get(task.job_id)
+            attr = self._attr_of(job.queue) if job is not None else None
+            if attr is None:
+                continue
+            allocated = holding.get(attr.name)
+            if allocated is None:
+                allocated = holding[attr.name] = attr.allocated.clone()
+            if not allocated.less_equal(attr.deserved):
+                allocated.sub(task.resreq)
+                victims.append(task)
+        return victims
+
+    # ---------------------------------------------------------------- enqueue
+
+    @hookimpl
+    def job_enqueueable(self, job: Job) -> Vote:
+        queue = self.session.queues.get(job.queue)
+        if queue is None:
+            return Reject(f"queue {job.queue} not found")
+        if not queue.is_open():
+            return Reject(f"queue {queue.name} is {queue.state}: it admits no new jobs")
+        attr = self._attr_of(queue.name)
+        if job.min_resources is None or attr is None:
+            return PERMIT
+        minimum = job.min_resources
+        needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+        failing = quota_exceeded(needed, attr.real_capability, minimum)
+        if not failing:
+            return PERMIT
+        reason = "queue resource quota insufficient: " + ", ".join(
+            f"insufficient {n}" for n in failing)
+        if not job.bare:
+            self.session.event(f"PodGroup/{job.uid}", "Normal", "Unschedulable", reason)
+        return Reject(reason)
+
+    @hookimpl
+    def job_enqueued(self, job: Job) -> None:
+        attr = self._attr_of(job.queue)
+        if attr is not None and job.min_resources is not None:
+            attr.inqueue.add(without_gated(job, job.min_resources))
+
+    # ---------------------------------------------------------------- events
+
+    @hookimpl
+    def allocate_event(self, task: Task) -> str | None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated.add(task.resreq)
+            attr.update_share()
+        return None
+
+    @hookimpl
+    def deallocate_event(self, task: Task) -> None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated.sub(task.resreq)
+            attr.update_share()
+
+    def _task_attr(self, task: Task) -> QueueAttr | None:
+        job = self.session.jobs.get(task.job_id)
+        return self._attr_of(job.queue) if job is not None else None
