@@ -157,12 +157,13 @@ def simulate(objects: list[dict[str, Any]], conf_text: str | None = None, sessio
 
 
 def load_cache(objects: list[dict[str, Any]],
-               scheduler_names: tuple[str, ...] = (SCHEDULER,)) -> Cache:
-    simulation = Simulation(conf(), scheduler_names)
+               scheduler_names: tuple[str, ...] = (SCHEDULER,),
+               conf_text: str | None = None) -> Cache:
+    simulation = Simulation(conf(conf_text), scheduler_names)
     simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
     return simulation.cache
 
 
 def open_session(objects: list[dict[str, Any]], conf_text: str | None = None) -> Session:
     """A session opened on the objects (plugins opened, no action run yet)."""
-    return Session(load_cache(objects).snapshot(), conf(conf_text))
+    return Session(load_cache(objects, conf_text=conf_text).snapshot(), conf(conf_text))

@@ -39,7 +39,6 @@ tiers:
 }
 
 GPU = "nvidia.com/gpu"
-AVAILABLE = ["gang-only"]
 
 
 @st.composite
@@ -103,14 +102,14 @@ def _run(objects: list[dict[str, Any]], conf_name: str, sessions: int) -> Simula
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(objects=clusters(), conf_name=st.sampled_from(AVAILABLE),
+@given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)),
        sessions=st.integers(1, 3))
 def test_invariants_hold_on_generated_clusters(objects, conf_name, sessions):
     _run(objects, conf_name, sessions)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(objects=clusters(), conf_name=st.sampled_from(AVAILABLE))
+@given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)))
 def test_same_input_same_decisions(objects, conf_name):
     first = json.dumps(_run(objects, conf_name, 2).report.as_dict())
     second = json.dumps(_run(objects, conf_name, 2).report.as_dict())

@@ -28,7 +28,7 @@ def test_best_effort_pods_respect_pod_slots():
     objects = [node("n1", pods="2"), *(best_effort(f"be-{i}") for i in range(3))]
     report = simulate(objects, CONF)
     assert len(report["binds"]) == 2
-    [(waiting, reasons)] = report["pending"].items()
+    [(_, reasons)] = report["pending"].items()
     assert reasons == ["0/1 nodes are available: 1 Too many pods."]
 
 
