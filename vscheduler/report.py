@@ -60,8 +60,12 @@ def render_text(report: dict[str, Any]) -> str:
         for name, status in queues.items():
             allocated = ", ".join(f"{k}={v}" for k, v in status["allocated"].items()
                                   if k != "pods") or "-"
-            rows.append([name, allocated])
-        out.extend(_table(["QUEUE", "ALLOCATED"], rows))
+            cards = ", ".join(f"{k}={v}" for k, v in status.get("cards", {}).items())
+            rows.append([name, allocated, cards])
+        headers = ["QUEUE", "ALLOCATED", "CARDS"]
+        if not any(row[2] for row in rows):
+            headers, rows = headers[:2], [row[:2] for row in rows]
+        out.extend(_table(headers, rows))
     warnings = [e for e in report["events"] if e["type"] == "Warning"
                 and e["reason"] in ("BadObject", "BadManifest", "QueueNotFound")]
     if warnings:

@@ -25,6 +25,7 @@ from vscheduler.objects import (
     parse_priority_class,
     parse_queue,
 )
+from vscheduler.resources import Resource
 
 __all__ = ["Report", "Simulation", "load_manifests"]
 
@@ -85,6 +86,14 @@ def _job_reasons(pods: list[str], pending: dict[str, list[str]]) -> list[str]:
     return shared + own if len(pods) > 1 else shared
 
 
+def _queue_status(allocated: Resource, cards: dict[str, float] | None) -> dict[str, Any]:
+    status: dict[str, Any] = {"allocated": allocated.to_k8s()}
+    if cards is not None:
+        status["cards"] = {name: int(count) if float(count).is_integer() else count
+                           for name, count in sorted(cards.items())}
+    return status
+
+
 class Report:
     """Everything the run decided, in the JSON shape ARCHITECTURE.md fixes."""
 
@@ -117,7 +126,7 @@ class Report:
                 uid: {"phase": phase, "conditions": [c.as_dict() for c in conditions]}
                 for uid, (phase, conditions) in sorted(last.podgroups.items())
             },
-            "queues": {name: {"allocated": allocated.to_k8s()}
+            "queues": {name: _queue_status(allocated, last.queue_cards.get(name))
                        for name, allocated in sorted(last.queues.items())},
             "events": [
                 {"object": obj, "type": type_, "reason": reason, "message": message,

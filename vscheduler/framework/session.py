@@ -72,7 +72,7 @@ class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
     __slots__ = ("binds", "events", "evictions", "pending", "pending_jobs", "pipelined",
-                 "podgroups", "queues")
+                 "podgroups", "queue_cards", "queues")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
@@ -84,6 +84,8 @@ class SessionResult:
         # PodGroup uid -> (phase, conditions), for every PodGroup in the session
         self.podgroups: dict[str, tuple[str, list[Condition]]] = {}
         self.queues: dict[str, Resource] = {}
+        # queue -> card name -> cards allocated (whole units), from a card-aware plugin
+        self.queue_cards: dict[str, dict[str, float]] = {}
         self.events: list[Event] = []
 
 
@@ -136,8 +138,6 @@ class Session:
         self.result = SessionResult()
         self._task_notes: dict[str, list[str]] = {}
         self._job_notes: dict[str, list[str]] = {}
-        self._old_status = {uid: (job.phase, [c.as_dict() for c in job.conditions])
-                            for uid, job in self.jobs.items()}
         self._open_plugins()
 
     # ================================================================ plugins
@@ -510,10 +510,3 @@ class Session:
         if job.phase != "Inqueue":
             return "Pending"
         return "Inqueue"
-
-    def status_changed(self, uid: str) -> bool:
-        """Did the session change this PodGroup's phase or conditions?"""
-        job = self.jobs[uid]
-        old_phase, old_conditions = self._old_status.get(uid, ("", []))
-        return old_phase != job.phase or old_conditions != [c.as_dict() for c in
-                                                            job.conditions]
