@@ -8,7 +8,9 @@ its statement only if it is pipelined (waiting on resources being released); oth
 the statement is discarded and nothing of the job is bound: gangs are all or nothing.
 
 A task goes on a node's idle resources if they suffice, else it is pipelined onto
-resources being released. Best-effort tasks (no requests) are left to backfill.
+resources being released. Best-effort tasks (no requests) are placed here too, with
+their job, so a gang counting on them is placed whole (Volcano leaves them to backfill,
+and commits the gang before knowing whether backfill will find them a node).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Allocate(Action):
                 if task.scheduling_gated:
                     session.explain_task(task, "Pod has scheduling gates: "
                                                + ", ".join(task.pod.scheduling_gates))
-                elif not task.best_effort:
+                else:
                     tasks.append(task)
             if not tasks:
                 continue

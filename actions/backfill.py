@@ -1,7 +1,9 @@
-"""backfill: place best-effort tasks (pods without requests) wherever predicates allow.
+"""backfill: place best-effort tasks (pods without requests) that allocate left.
 
-They need no queue room, only a pod slot and the plugins' predicates; they are bound as
-soon as their job is ready. Queues, jobs and tasks are taken in the session's orders.
+They need no queue room (allocate skips the tasks of an overused queue; backfill does
+not ask), only a pod slot and the plugins' predicates. Jobs are taken in queue order
+then job order, a job's tasks in task order, all of a job's tasks in one statement:
+committed if the job is then ready, so a gang of best-effort pods is placed whole too.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from functools import cmp_to_key
 from vscheduler.fit import NodeFitErrors
 from vscheduler.framework.placement import predicate_nodes, select_best_node
 from vscheduler.framework.session import Session
-from vscheduler.model import Node, Task, TaskStatus
+from vscheduler.model import Job, Node, TaskStatus
 from vscheduler.plugin import Action, Argument
 
 S = TaskStatus
@@ -22,25 +24,28 @@ class Backfill(Action):
     arguments = (Argument("predicateErrorCacheEnable", bool, True, "as for allocate"),)
 
     def execute(self, session: Session) -> None:
-        candidates: list[Task] = []
-        for job in session.jobs.values():
-            if job.is_pending() or session.job_valid(job) is not None:
-                continue
-            candidates.extend(t for t in job.tasks_in(S.PENDING)
-                              if t.best_effort and not t.scheduling_gated)
-        jobs, queues = session.jobs, session.queues
+        jobs = [job for job in session.jobs.values()
+                if not job.is_pending() and session.job_valid(job) is None
+                and any(t.best_effort and not t.scheduling_gated
+                        for t in job.tasks_in(S.PENDING))]
+        queues = session.queues
 
-        def order(left: Task, right: Task) -> int:
-            lj, rj = jobs[left.job_id], jobs[right.job_id]
-            if lj.queue != rj.queue:
-                return session.queue_compare(queues[lj.queue], queues[rj.queue])
-            if lj is not rj:
-                return session.job_compare(lj, rj)
-            return session.task_compare(left, right)
+        def order(left: Job, right: Job) -> int:
+            if left.queue != right.queue:
+                return session.queue_compare(queues[left.queue], queues[right.queue])
+            return session.job_compare(left, right)
 
-        for task in sorted(candidates, key=cmp_to_key(order)):
+        for job in sorted(jobs, key=cmp_to_key(order)):
+            self._backfill_job(session, job)
+
+    @staticmethod
+    def _backfill_job(session: Session, job: Job) -> None:
+        statement = session.statement()
+        tasks = sorted((t for t in job.tasks_in(S.PENDING)
+                        if t.best_effort and not t.scheduling_gated),
+                       key=cmp_to_key(session.task_compare))
+        for task in tasks:
             unfit = session.pre_predicate(task)
-            job = jobs[task.job_id]
             if unfit is not None:
                 job.fit_errors[task.uid] = NodeFitErrors("; ".join(unfit.reasons))
                 continue
@@ -50,6 +55,10 @@ class Backfill(Action):
             if not feasible:
                 job.fit_errors[task.uid] = errors
                 continue
-            error = session.allocate(task, select_best_node(session, task, feasible))
+            error = statement.allocate(task, select_best_node(session, task, feasible))
             if error:
                 session.explain_task(task, error)
+        if session.job_ready(job):
+            statement.commit()
+        else:
+            statement.discard()

@@ -346,20 +346,17 @@ class Job:
     def waiting_task_num(self) -> int:
         return self.count(S.PIPELINED)
 
-    def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self._by_status.get(S.PENDING, {}).values() if t.best_effort)
-
     def valid_task_num(self) -> int:
         return self.count(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED | S.PENDING)
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        """Enough tasks placed to commit them. Volcano also counts pending best-effort
+        tasks as ready, trusting backfill to place them later; when it cannot, the gang
+        is left partly bound. Here a task counts once it has a node."""
+        return self.ready_task_num() >= self.min_available
 
     def is_pipelined(self) -> bool:
-        return (
-            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num()
-            >= self.min_available
-        )
+        return self.waiting_task_num() + self.ready_task_num() >= self.min_available
 
     def is_starving(self) -> bool:
         return self.waiting_task_num() + self.ready_task_num() < self.min_available
@@ -370,12 +367,10 @@ class Job:
     def _min_task_total(self) -> int:
         return sum(self.min_task_member.values())
 
-    def _role_counts(self, statuses: TaskStatus, best_effort_pending: bool = False) -> dict:
+    def _role_counts(self, statuses: TaskStatus) -> dict:
         counts: dict[str, int] = {}
         for task in self.tasks.values():
-            if task.status & statuses or (
-                best_effort_pending and task.status == S.PENDING and task.best_effort
-            ):
+            if task.status & statuses:
                 counts[task.role] = counts.get(task.role, 0) + 1
         return counts
 
@@ -394,13 +389,13 @@ class Job:
     def check_task_ready(self) -> bool:
         if not self.min_task_member:
             return True
-        return self._roles_meet(self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED, True))
+        return self._roles_meet(self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED))
 
     def check_task_pipelined(self) -> bool:
         if not self.min_task_member:
             return True
         return self._roles_meet(
-            self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED, True))
+            self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED))
 
     def task_has_fit_errors(self, task: Task) -> bool:
         """Another task of the same (non-empty) role already failed predicates."""
@@ -421,7 +416,7 @@ class Job:
                 1 for t in self._by_status.get(S.PENDING, {}).values()
                 if t.role not in failed_roles)
             return self.ready_task_num() + pending_ok >= self.min_available
-        ready = self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED, True)
+        ready = self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED)
         for role in failed_roles:
             need = self.min_task_member.get(role, 0)
             if need > 0 and ready.get(role, 0) < need:

@@ -15,13 +15,19 @@ def best_effort(name: str, **args) -> dict:
     return pod(name, cpu=None, memory=None, **args)
 
 
-def test_best_effort_pods_are_placed_by_backfill_not_allocate():
-    report = simulate([node("n1"), best_effort("be")], CONF)
+def test_backfill_places_best_effort_pods_allocate_left():
+    objects = [node("n1"), best_effort("be"), pod("sized", cpu="1")]
+    report = simulate(objects, CONF.replace("enqueue, allocate, backfill",
+                                            "enqueue, backfill"))
     assert report["binds"] == {"default/be": "n1"}
-    no_backfill = CONF.replace(", backfill", "")
-    report = simulate([node("n1"), best_effort("be")], no_backfill)
-    assert report["binds"] == {}
-    assert "default/be" in report["pending"]
+    assert "default/sized" in report["pending"]
+
+
+def test_allocate_places_best_effort_pods_with_their_job():
+    objects = [node("n1"), podgroup("g", 2), pod("g-0", cpu="1", group="g"),
+               best_effort("g-1", group="g")]
+    report = simulate(objects, CONF.replace(", backfill", ""))
+    assert sorted(report["binds"]) == ["default/g-0", "default/g-1"]
 
 
 def test_best_effort_pods_respect_pod_slots():
@@ -37,3 +43,11 @@ def test_best_effort_members_count_toward_a_gang():
                best_effort("g-1", group="g")]
     report = simulate(objects, CONF)
     assert sorted(report["binds"]) == ["default/g-0", "default/g-1"]
+
+
+def test_gang_of_best_effort_pods_is_placed_whole_or_not_at_all():
+    objects = [node("n1", pods="2"), podgroup("g", 3),
+               *(best_effort(f"g-{i}", group="g") for i in range(3))]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {}
+    assert len(report["pending"]) == 3

@@ -380,25 +380,6 @@ class Session:
         self.nodes[task.node_name].update_task(task)
         self.result.binds[task.key] = task.node_name
 
-    def allocate(self, task: Task, node: Node) -> str | None:
-        """Allocate outside a statement (backfill); binds the job's allocated tasks as
-        soon as the job is ready."""
-        job = self.jobs[task.job_id]
-        job.update_task_status(task, S.ALLOCATED)
-        task.node_name = node.name
-        node.add_task(task)
-        error = self.allocate_event(task)
-        if error:
-            job.update_task_status(task, S.PENDING)
-            node.remove_task(task)
-            self.deallocate_event(task)
-            task.node_name = ""
-            return error
-        if self.job_ready(job):
-            for ready in list(job.tasks_in(S.ALLOCATED)):
-                self.dispatch(ready)
-        return None
-
     def record_eviction(self, task: Task, action: str, preemptor: Task | None) -> None:
         by = preemptor.key if preemptor else ""
         self.result.evictions.append(Eviction(task.key, task.node_name, action, by))
