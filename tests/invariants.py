@@ -57,6 +57,12 @@ def _gang_decides(simulation: Simulation) -> bool:
                for tier in simulation.conf.tiers for option in tier)
 
 
+def _gang_safe(simulation: Simulation) -> bool:
+    actions = simulation.conf.action_args
+    return all(actions[name].get("gangSafeEviction", True)
+               for name in ("reclaim", "preempt") if name in actions)
+
+
 def check_session(simulation: Simulation, before_pending: set[str],
                   before_queue: dict[str, Resource], before_placed: dict[str, int],
                   before_over: dict[str, set[str]]) -> None:
@@ -97,6 +103,22 @@ def check_session(simulation: Simulation, before_pending: set[str],
         assert placed >= job.min_available, (
             f"session {number}: gang {job_id} bound {new} new task(s), "
             f"{placed} placed < minMember {job.min_available}")
+
+    # 2b. Gangs under eviction: a job that loses pods keeps its minimum or loses all
+    # (the default gang-safe eviction), unless it is the preemptor's own job.
+    if _gang_safe(simulation):
+        lost: dict[str, int] = {}
+        for eviction in result.evictions:
+            task = cache.tasks[eviction.task]
+            if task.job_id != cache.tasks[eviction.preemptor].job_id:
+                lost[task.job_id] = lost.get(task.job_id, 0) + 1
+        for job_id in lost:
+            job = cache.jobs[job_id]
+            staying = job.count(PLACED | S.SUCCEEDED)
+            assert staying == 0 or staying >= job.min_available or (
+                before_placed.get(job_id, 0) < job.min_available), (
+                f"session {number}: gang {job_id} left with {staying} of minMember "
+                f"{job.min_available} after evictions")
 
     # 3. Queue capability (when a quota plugin is configured).
     if QUOTA_PLUGINS & set(simulation.conf.plugin_names()):

@@ -27,6 +27,20 @@ tiers:
 - plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion},
             {name: nodeorder}, {name: binpack}]
 """,
+    "reclaim-preempt": """
+actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enableReclaimable: false,
+            enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion},
+            {name: nodeorder}, {name: binpack}]
+""",
+    "preempt-no-enqueue": """
+actions: "allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: nodeorder}]
+""",
     "flags-off": """
 actions: "enqueue, allocate, backfill"
 tiers:
@@ -51,14 +65,18 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         capability = draw(st.one_of(st.none(), st.fixed_dictionaries(
             {"cpu": st.sampled_from(["2", "4", "8", "16"])})))
         objects.append(b.queue(name, draw(st.integers(1, 4)), capability=capability,
-                               state=draw(st.sampled_from([None, "Open", "Open", "Closed"]))))
+                               state=draw(st.sampled_from([None, "Open", "Open", "Closed"])),
+                               reclaimable=draw(st.sampled_from([None, True, False])),
+                               priority=draw(st.sampled_from([None, 1, 100]))))
     node_count = draw(st.integers(1, 6))
+    free: list[int] = []  # whole CPUs left per node, for the pods placed below
     for i in range(node_count):
         extra = {GPU: str(draw(st.sampled_from([0, 2, 8])))}
         taints = None
         if draw(st.integers(0, 5)) == 0:
             taints = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
-        objects.append(b.node(f"n{i}", cpu=str(draw(st.sampled_from([2, 4, 8]))),
+        free.append(draw(st.sampled_from([2, 4, 8])))
+        objects.append(b.node(f"n{i}", cpu=str(free[-1]),
                               memory=draw(st.sampled_from(["4Gi", "16Gi"])),
                               pods=str(draw(st.sampled_from([3, 10, 110]))),
                               labels={"zone": draw(st.sampled_from(["a", "b"]))},
@@ -67,6 +85,27 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     for i in range(draw(st.integers(0, 3))):
         objects.append(b.pod(f"other-{i}", cpu="1", memory="1Gi", scheduler="default-scheduler",
                              node_name=f"n{draw(st.integers(0, node_count - 1))}"))
+    # Jobs of ours already running (victims for reclaim and preempt), where they fit.
+    for j in range(draw(st.integers(0, 3))):
+        size = draw(st.integers(1, 3))
+        queue_name = draw(st.sampled_from(queue_names))
+        args: dict[str, Any] = {
+            "priority_class": draw(st.sampled_from(["high", "low"])), "queue": queue_name}
+        if draw(st.integers(0, 3)) == 0:
+            args["annotations"] = {"volcano.sh/preemptable": "false"}
+        pods = []
+        for i in range(size):
+            target = next((n for n in range(node_count) if free[n] >= 1), None)
+            if target is None:
+                break
+            free[target] -= 1
+            pods.append(b.pod(f"run{j}-{i}", cpu="1", memory="256Mi", group=f"run{j}",
+                              node_name=f"n{target}", **args))
+        if pods:
+            objects.append(b.podgroup(f"run{j}", draw(st.integers(1, len(pods))),
+                                      queue=queue_name, phase="Running",
+                                      priority_class=args["priority_class"]))
+            objects.extend(pods)
     for j in range(draw(st.integers(1, 6))):
         size = draw(st.integers(1, 4))
         min_member = draw(st.integers(1, size))

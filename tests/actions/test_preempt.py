@@ -1,0 +1,99 @@
+"""preempt: within a queue, lower priority gives way; gangs kept whole."""
+
+from __future__ import annotations
+
+from tests.builders import node, pod, podgroup, priority_class, queue, simulate
+
+# Without enqueue, allocate admits every job: with it, proportion would keep a job
+# Pending while its queue is full (Volcano's admission), and preempt acts only for
+# admitted jobs (see test_full_queue_admits_nothing_to_preempt_for).
+CONF = """
+actions: "allocate, backfill, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false},
+            {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates},
+            {name: proportion}, {name: nodeorder}]
+"""
+
+CLASSES = [priority_class("high", 1000), priority_class("low", 10)]
+
+
+def running(name: str, node_name: str = "n1", cpu: str = "1", **args) -> dict:
+    return pod(name, cpu=cpu, node_name=node_name, **args)
+
+
+def test_high_priority_pod_preempts_a_lower_one_of_its_queue():
+    objects = [*CLASSES, node("n1", cpu="2"),
+               running("low-0", priority_class="low"), running("low-1", priority_class="low"),
+               pod("urgent", cpu="1", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert len(report["evictions"]) == 1
+    assert report["evictions"][0]["action"] == "preempt"
+    assert report["evictions"][0]["for"] == "default/urgent"
+    assert report["pipelined"] == {"default/urgent": "n1"}
+    assert simulate(objects, CONF, sessions=2)["binds"] == {"default/urgent": "n1"}
+
+
+def test_equal_or_higher_priority_is_never_preempted():
+    objects = [*CLASSES, node("n1", cpu="2"),
+               running("a", priority_class="high"), running("b", priority_class="high"),
+               pod("urgent", cpu="1", priority_class="high")]
+    assert simulate(objects, CONF)["evictions"] == []
+
+
+def test_other_queues_are_not_preempted_from():
+    objects = [*CLASSES, node("n1", cpu="2"), queue("other"),
+               running("low-0", priority_class="low", queue="other"),
+               running("low-1", priority_class="low", queue="other"),
+               pod("urgent", cpu="1", priority_class="high")]
+    assert simulate(objects, CONF)["evictions"] == []
+
+
+def test_lowest_priority_victim_goes_first():
+    objects = [*CLASSES, priority_class("mid", 100), node("n1", cpu="2"),
+               running("mid", priority_class="mid"), running("low", priority_class="low"),
+               pod("urgent", cpu="1", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert [e["pod"] for e in report["evictions"]] == ["default/low"]
+
+
+def test_best_effort_pod_never_evicts_a_pod_with_requests():
+    objects = [*CLASSES, node("n1", cpu="2", pods="2"),
+               running("low-0", priority_class="low"), running("low-1", priority_class="low"),
+               pod("be", cpu=None, memory=None, priority_class="high")]
+    report = simulate(objects, CONF)
+    assert report["evictions"] == []
+
+
+def test_gang_of_lower_priority_goes_whole():
+    objects = [*CLASSES, node("n1", cpu="3"),
+               podgroup("train", 3, priority_class="low", phase="Running"),
+               *(running(f"train-{i}", group="train", priority_class="low") for i in range(3)),
+               pod("urgent", cpu="1", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == [
+        "default/train-0", "default/train-1", "default/train-2"]
+
+
+def test_within_a_job_a_higher_priority_task_preempts_a_lower_one():
+    # A starving job (2 of its minimum 3 running) whose pending task outranks a
+    # running one of its own: they trade places.
+    objects = [*CLASSES, node("n1", cpu="2"), podgroup("j", 3, phase="Running"),
+               running("j-a", group="j", priority_class="low"),
+               running("j-b", group="j", priority_class="high"),
+               pod("j-c", cpu="1", group="j", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert [(e["pod"], e["for"]) for e in report["evictions"]] == [("default/j-a",
+                                                                     "default/j-c")]
+    assert report["pipelined"] == {"default/j-c": "n1"}
+
+
+def test_full_queue_admits_nothing_to_preempt_for():
+    objects = [*CLASSES, node("n1", cpu="2"),
+               running("low-0", priority_class="low"), running("low-1", priority_class="low"),
+               pod("urgent", cpu="1", priority_class="high")]
+    report = simulate(objects, CONF.replace('"allocate,', '"enqueue, allocate,'))
+    assert report["evictions"] == []
+    assert "queue resource quota insufficient: insufficient cpu" in \
+        report["pending"]["default/urgent"]

@@ -1,0 +1,129 @@
+"""reclaim: across queues, victims from queues over their share, gangs kept whole."""
+
+from __future__ import annotations
+
+from tests.builders import gang, node, pod, podgroup, queue, simulate
+
+CONF = """
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang, enableReclaimable: false},
+            {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def running(name: str, queue_name: str, node_name: str, cpu: str = "1", **args) -> dict:
+    return pod(name, cpu=cpu, queue=queue_name, node_name=node_name, **args)
+
+
+def test_pending_pod_takes_back_its_queues_share():
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *(running(f"a-{i}", "a", "n1") for i in range(4)),
+               pod("b-0", cpu="1", queue="b")]
+    report = simulate(objects, CONF)
+    assert len(report["evictions"]) == 1
+    eviction = report["evictions"][0]
+    assert eviction["action"] == "reclaim" and eviction["for"] == "default/b-0"
+    assert eviction["pod"].startswith("default/a-") and eviction["node"] == "n1"
+    assert report["pipelined"] == {"default/b-0": "n1"}
+    assert any(e["object"] == f"Pod/{eviction['pod']}" and e["reason"] == "Evict"
+               and "reclaim for default/b-0" in e["message"] for e in report["events"])
+    # The victim terminates; the next session binds the reclaimer.
+    report = simulate(objects, CONF, sessions=2)
+    assert report["binds"] == {"default/b-0": "n1"}
+    assert len(report["evictions"]) == 1
+
+
+def test_queue_not_reclaimable_keeps_its_pods():
+    objects = [node("n1", cpu="4"), queue("a", reclaimable=False), queue("b"),
+               *(running(f"a-{i}", "a", "n1") for i in range(4)),
+               pod("b-0", cpu="1", queue="b")]
+    report = simulate(objects, CONF)
+    assert report["evictions"] == []
+    assert "default/b-0" in report["pending"]
+
+
+def test_pods_marked_not_preemptable_are_never_victims():
+    protect = {"volcano.sh/preemptable": "false"}
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *(running(f"a-{i}", "a", "n1", annotations=protect) for i in range(4)),
+               pod("b-0", cpu="1", queue="b")]
+    assert simulate(objects, CONF)["evictions"] == []
+
+
+def test_queue_within_its_share_is_not_reclaimed_from():
+    # a holds 2 of 4 CPUs (its deserved half): b cannot take more than its own half.
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *(running(f"a-{i}", "a", "n1") for i in range(2)),
+               *(running(f"b-{i}", "b", "n1") for i in range(2)),
+               pod("b-new", cpu="1", queue="b")]
+    assert simulate(objects, CONF)["evictions"] == []
+
+
+def running_gang(name: str, size: int, queue_name: str, node_name: str, cpu: str = "1"):
+    objects = [podgroup(name, size, queue=queue_name, phase="Running")]
+    objects += [running(f"{name}-{i}", queue_name, node_name, cpu=cpu, group=name)
+                for i in range(size)]
+    return objects
+
+
+def test_gang_is_evicted_whole_or_not_at_all():
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *running_gang("train", 4, "a", "n1"), pod("infer", cpu="1", queue="b")]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == [
+        f"default/train-{i}" for i in range(4)]
+    assert report["pipelined"] == {"default/infer": "n1"}
+
+
+def test_without_gang_safety_one_pod_of_the_gang_goes():
+    conf = CONF + """configurations:
+- name: reclaim
+  arguments: {gangSafeEviction: false}
+"""
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *running_gang("train", 4, "a", "n1"), pod("infer", cpu="1", queue="b")]
+    report = simulate(objects, conf)
+    assert len(report["evictions"]) == 1
+
+
+def test_victims_that_break_no_gang_are_preferred():
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *running_gang("train", 3, "a", "n1"), running("loose", "a", "n1"),
+               pod("infer", cpu="1", queue="b")]
+    report = simulate(objects, CONF)
+    assert [e["pod"] for e in report["evictions"]] == ["default/loose"]
+
+
+def test_the_gang_that_wastes_least_goes():
+    # Both gangs could make room for 2 CPUs on n1; "small" frees 2 CPUs in all, "big"
+    # would free 2 here and 4 more elsewhere.
+    objects = [node("n1", cpu="4"), node("n2", cpu="4"), queue("a"), queue("b"),
+               *running_gang("small", 2, "a", "n1"),
+               podgroup("big", 6, queue="a", phase="Running"),
+               *(running(f"big-{i}", "a", "n1" if i < 2 else "n2", group="big")
+                 for i in range(6)),
+               pod("infer", cpu="2", queue="b")]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == ["default/small-0",
+                                                             "default/small-1"]
+
+
+def test_gang_reclaimer_commits_only_if_the_whole_gang_can_wait():
+    # b's gang needs 3 CPUs but b deserves only half of 4: its third task may not
+    # reclaim, the gang could not be complete, so nothing is evicted at all.
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *(running(f"a-{i}", "a", "n1") for i in range(4)),
+               *gang("need3", 3, queue="b", cpu="1")]
+    report = simulate(objects, CONF)
+    assert report["evictions"] == [] and report["pipelined"] == {}
+    assert "reclaim: queue b: insufficient cpu (allocated + request 3 > deserved 2)" in \
+        report["pending"]["default/need3-2"]
+    # Room for the whole gang within b's share: it reclaims for all three.
+    objects[0] = node("n1", cpu="6")
+    objects.append(running("a-4", "a", "n1"))
+    objects.append(running("a-5", "a", "n1"))
+    report = simulate(objects, CONF)
+    assert len(report["evictions"]) == 3
+    assert sorted(report["pipelined"]) == [f"default/need3-{i}" for i in range(3)]
