@@ -38,12 +38,14 @@ from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.plugin import Plugin
 from vscheduler.quota import (
     amount_text,
+    capability_of,
     inqueue_resource,
     quota_exceeded,
+    real_capability,
     resource_text,
     without_gated,
 )
-from vscheduler.resources import CPU, INF, MEMORY, Resource, share
+from vscheduler.resources import CPU, MEMORY, Resource, share
 
 __all__ = ["ProportionPlugin", "QueueAttr"]
 
@@ -87,17 +89,9 @@ class QueueAttr:
         self.name = queue.name
         self.weight = queue.weight
         self.guarantee = queue.guarantee.clone() if queue.guarantee else Resource()
-        self.capability: Resource | None = None
-        if queue.capability is not None:
-            # A capability of zero (or none) cpu or memory means no limit on it.
-            self.capability = queue.capability.clone()
-            if self.capability.cpu <= 0:
-                self.capability.cpu = INF
-            if self.capability.memory <= 0:
-                self.capability.memory = INF
-        self.real_capability = _real_capability(total, total_guarantee, self.guarantee)
-        if self.capability is not None:
-            self.real_capability.min_dimension(self.capability, missing_infinite=True)
+        self.capability = capability_of(queue)
+        self.real_capability = real_capability(total, total_guarantee, self.guarantee,
+                                               self.capability)
         self.deserved = Resource()
         self.allocated = Resource()
         self.request = Resource()
@@ -115,17 +109,6 @@ class QueueAttr:
     def __repr__(self) -> str:
         return (f"QueueAttr({self.name}, deserved={self.deserved}, "
                 f"allocated={self.allocated}, share={self.share:.3f})")
-
-
-def _real_capability(total: Resource, total_guarantee: Resource,
-                     guarantee: Resource) -> Resource:
-    """What a queue could ever get: the cluster less every guarantee, plus its own. Every
-    dimension of the cluster is kept, at zero if guarantees take it all."""
-    real = Resource(max(total.cpu - total_guarantee.cpu, 0),
-                    max(total.memory - total_guarantee.memory, 0))
-    for name, amount in total.scalars.items():
-        real.scalars[name] = max(amount - total_guarantee.scalars.get(name, 0), 0)
-    return real.add(guarantee)
 
 
 # --------------------------------------------------------------------------- plugin

@@ -6,12 +6,12 @@ Volcano's rules: a quota check is strict, looks only at the resources a request 
 
 from __future__ import annotations
 
-from vscheduler.model import Job, TaskStatus
+from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.quantity import format_bytes, format_milli
 from vscheduler.resources import INF, MEMORY, PODS, Resource
 
-__all__ = ["amount_text", "inqueue_resource", "quota_exceeded", "resource_text",
-           "without_gated"]
+__all__ = ["amount_text", "capability_of", "inqueue_resource", "quota_exceeded",
+           "real_capability", "resource_text", "without_gated"]
 
 S = TaskStatus
 
@@ -65,3 +65,32 @@ def resource_text(resource: Resource) -> str:
     """A resource as `cpu 4, memory 8Gi, pods 4` (dimensions holding something)."""
     parts = [f"{n} {amount_text(n, resource.get(n))}" for n in resource.names()]
     return ", ".join(parts) or "nothing"
+
+
+def capability_of(queue: Queue) -> Resource | None:
+    """A queue's `spec.capability`, with zero (or no) cpu or memory meaning no limit on
+    it, as Volcano reads it; None when the queue has no capability."""
+    if queue.capability is None:
+        return None
+    capability = queue.capability.clone()
+    if capability.cpu <= 0:
+        capability.cpu = INF
+    if capability.memory <= 0:
+        capability.memory = INF
+    return capability
+
+
+def real_capability(total: Resource, total_guarantee: Resource, guarantee: Resource,
+                    capability: Resource | None) -> Resource:
+    """What a queue could ever get: the cluster less every queue's guarantee, plus its
+    own, capped by its capability. Every dimension of the cluster is kept, at zero if
+    the guarantees take it all, so a cluster smaller than its guarantees leaves the
+    others nothing rather than a negative amount."""
+    real = Resource(max(total.cpu - total_guarantee.cpu, 0),
+                    max(total.memory - total_guarantee.memory, 0))
+    for name, amount in total.scalars.items():
+        real.scalars[name] = max(amount - total_guarantee.scalars.get(name, 0), 0)
+    real.add(guarantee)
+    if capability is not None:
+        real.min_dimension(capability, missing_infinite=True)
+    return real

@@ -1,0 +1,347 @@
+"""capacity: queues get what their spec says they deserve, up to a hard limit.
+
+Where proportion divides the cluster by weight, capacity takes each queue's share as
+written: `spec.deserved` is what the queue should hold when the cluster is contended,
+`spec.capability` the most it may ever hold, `spec.guarantee` what no other queue may
+take from it. For each queue that has jobs in the session:
+
+- *real capability*: the cluster less the guarantees of every queue (with jobs or
+  not), plus the queue's own guarantee, capped by its capability (a capability of zero
+  or no cpu or memory leaves that resource unlimited);
+- *deserved*: `spec.deserved`, no more than the real capability, no less than the
+  guarantee;
+- *share*: allocated / deserved on the resource where that is largest; a queue that
+  deserves nothing has share 1 (it is served after every queue below its deserved).
+
+The verdicts that follow from it:
+- queue order: higher `spec.priority` first, then the lower share; on equal shares a
+  queue that deserves something before one that deserves nothing;
+- allocate: a task is *allocatable* while the queue's allocation plus the task stays
+  within the real capability on every resource the task asks for. Capacity admits up
+  to the hard limit, not to deserved: a queue borrows idle resources beyond its
+  deserved amount, and reclaim takes them back when others need them. There is no
+  *overused* verdict (as in Volcano);
+- enqueue: a PodGroup is admitted only if its minResources, with what the queue holds
+  and has already admitted (less what running jobs hold beyond their minimum), fit in
+  the real capability;
+- reclaim: a queue may reclaim for a task (*preemptive*) only while, with the task, it
+  stays within its real capability and is still within its deserved amount on some
+  resource the task asks for; a task of another queue is a victim only if that queue
+  holds more than it deserves of a resource the task uses (or deserves none of what the
+  task uses), never if evicting it would take the queue below its guarantee.
+A queue that is not Open (`Closed`, `Closing`) takes nothing new. An empty
+`status.state` counts as Open: no queue controller runs beside this scheduler.
+
+Quota checks are Volcano's: strict, only on the resources asked for, `pods` aside, and
+a resource the limit does not list counts as zero there. The reclaim checks leave `pods`
+aside too: every pod asks for one, so it would make every task look relevant.
+
+Queues are flat. Volcano's hierarchical mode (`enableHierarchy`, `spec.parent`,
+`ancestorReclaimLevel`) is not implemented: `spec.parent` is ignored and every queue is
+judged on its own; nothing is refused because a conf or a queue asks for hierarchy.
+
+Departures from Volcano, on purpose: the real capability keeps every resource of the
+cluster as a finite amount (Volcano drops a resource the guarantees take whole and then
+treats it as unlimited); nothing panics or goes negative when the cluster shrinks below
+the guarantees; and allocatable does not count Volcano's reservations for its
+queue-allocation scheduling gate, which this scheduler does not have.
+"""
+
+from __future__ import annotations
+
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
+from vscheduler.plugin import Plugin
+from vscheduler.quota import (
+    amount_text,
+    capability_of,
+    inqueue_resource,
+    quota_exceeded,
+    real_capability,
+    resource_text,
+    without_gated,
+)
+from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource, share
+
+__all__ = ["CapacityPlugin", "QueueAttr"]
+
+S = TaskStatus
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _dimensions(resource: Resource) -> set[str]:
+    """The resources `resource` holds something of (at least `MIN_RESOURCE`), `pods`
+    aside."""
+    return {n for n in resource.names() if n != PODS}
+
+
+def _requested(request: Resource) -> list[str]:
+    """The resources a request asks for at all, `pods` aside, cpu and memory first."""
+    names = [n for n in (CPU, MEMORY) if request.get(n) > 0]
+    names += sorted(n for n, v in request.scalars.items() if v > 0 and n != PODS)
+    return names
+
+
+# --------------------------------------------------------------------------- state
+
+
+class QueueAttr:
+    """What capacity knows of one queue in this session."""
+
+    __slots__ = ("allocated", "capability", "deserved", "elastic", "guarantee", "inqueue",
+                 "name", "real_capability", "request", "share")
+
+    def __init__(self, queue: Queue, total: Resource, total_guarantee: Resource) -> None:
+        self.name = queue.name
+        self.guarantee = queue.guarantee.clone() if queue.guarantee else Resource()
+        self.capability = capability_of(queue)
+        self.real_capability = real_capability(total, total_guarantee, self.guarantee,
+                                               self.capability)
+        # Deserved as written, but never more than the queue could ever get, nor less
+        # than what it is guaranteed.
+        self.deserved = queue.deserved.clone() if queue.deserved else Resource()
+        self.deserved.min_dimension(self.real_capability, missing_infinite=True)
+        self.deserved.set_max(self.guarantee)
+        self.allocated = Resource()
+        self.request = Resource()
+        self.inqueue = Resource()
+        self.elastic = Resource()
+        self.share = 0.0
+
+    def update_share(self) -> None:
+        """allocated / deserved on the resource where that is largest; 1 for a queue
+        that deserves nothing, so that it comes after every queue below its deserved."""
+        deserved, allocated = self.deserved, self.allocated
+        if deserved.is_empty():
+            self.share = 1.0
+            return
+        self.share = max((share(allocated.get(n), deserved.get(n)) for n in deserved.names()),
+                         default=0.0)
+
+    def __repr__(self) -> str:
+        return (f"QueueAttr({self.name}: allocated {resource_text(self.allocated)}; "
+                f"deserved {resource_text(self.deserved)}; real capability "
+                f"{resource_text(self.real_capability)}; share {self.share:.3f})")
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+class CapacityPlugin(Plugin):
+    name = "capacity"
+
+    @hookimpl
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        total = session.total_resource
+        total_guarantee = Resource()
+        for queue in session.queues.values():
+            if queue.guarantee is not None:
+                total_guarantee.add(queue.guarantee)
+        self.queue_attrs: dict[str, QueueAttr] = {}
+        for job in session.jobs.values():
+            queue = session.queues.get(job.queue)
+            if queue is None:
+                continue
+            attr = self.queue_attrs.get(queue.name)
+            if attr is None:
+                attr = self.queue_attrs[queue.name] = QueueAttr(queue, total, total_guarantee)
+            self._count_job(attr, job)
+        for attr in self.queue_attrs.values():
+            attr.update_share()
+
+    @staticmethod
+    def _count_job(attr: QueueAttr, job: Job) -> None:
+        for task in job.tasks.values():
+            if task.status & ALLOCATED_STATUSES:
+                attr.allocated.add(task.resreq)
+                attr.request.add(task.resreq)
+            elif task.status == S.PENDING:
+                attr.request.add(task.resreq)
+        if job.min_resources is not None:
+            if job.phase == "Inqueue":
+                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
+            elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
+                # A running job still owed part of its minimum keeps that part reserved;
+                # one that fell below minMember (tasks finished) reserves nothing.
+                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
+        # What a job holds beyond its minimum could be given back: it does not count
+        # against admitting others (all of it, for a job that states no minimum).
+        attr.elastic.add(job.allocated.exceeded_part(job.min_resources or Resource()))
+
+    def _attr_of(self, queue_name: str) -> QueueAttr | None:
+        return self.queue_attrs.get(queue_name)
+
+    def _task_attr(self, task: Task) -> QueueAttr | None:
+        job = self.session.jobs.get(task.job_id)
+        return self._attr_of(job.queue) if job is not None else None
+
+    # ---------------------------------------------------------------- order
+
+    @hookimpl
+    def queue_order(self, left: Queue, right: Queue) -> int:
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        la, ra = self._attr_of(left.name), self._attr_of(right.name)
+        if la is None or ra is None:
+            return 0
+        if la.share != ra.share:
+            return -1 if la.share < ra.share else 1
+        # Equal shares: a queue with a deserved amount is served before a best-effort
+        # queue (which always has share 1).
+        left_deserves, right_deserves = not la.deserved.is_empty(), not ra.deserved.is_empty()
+        if left_deserves != right_deserves:
+            return -1 if left_deserves else 1
+        return 0
+
+    # ---------------------------------------------------------------- allocate
+
+    def _within_capability(self, queue: Queue, attr: QueueAttr,
+                           request: Resource) -> str | None:
+        """None if `queue` may take `request` more within its real capability."""
+        future = attr.allocated.clone().add(request)
+        failing = quota_exceeded(future, attr.real_capability, request)
+        if not failing:
+            return None
+        details = "; ".join(
+            f"insufficient {n} (allocated + request {amount_text(n, future.get(n))} > "
+            f"real capability {amount_text(n, attr.real_capability.get(n))})"
+            for n in failing)
+        return f"queue {queue.name}: {details}"
+
+    @hookimpl
+    def allocatable(self, queue: Queue, task: Task) -> str | None:
+        if not queue.is_open():
+            return f"queue {queue.name} is {queue.state}: it takes nothing new"
+        attr = self._attr_of(queue.name)
+        if attr is None:
+            return None
+        return self._within_capability(queue, attr, task.resreq)
+
+    # ---------------------------------------------------------------- reclaim
+
+    @hookimpl
+    def preemptive(self, queue: Queue, task: Task) -> str | None:
+        """May `queue` reclaim from other queues for `task`? Only within its real
+        capability, and only while it is still within its deserved amount on some
+        resource the task asks for: a queue that already has what it deserves of
+        everything the task needs must wait for idle resources instead."""
+        if not queue.is_open():
+            return f"queue {queue.name} is {queue.state}: it takes nothing new"
+        attr = self._attr_of(queue.name)
+        if attr is None:
+            return None
+        request = task.resreq
+        refused = self._within_capability(queue, attr, request)
+        if refused:
+            return refused
+        future = attr.allocated.clone().add(request)
+        deserved = attr.deserved
+        over = []
+        for name in _requested(request):
+            used, due = future.get(name), deserved.get(name)
+            if used < MIN_RESOURCE and due < MIN_RESOURCE:
+                continue  # nothing used, nothing deserved: says nothing either way
+            if used - due < MIN_RESOURCE:
+                return None  # still within deserved here (tolerant)
+            over.append(f"{name} allocated + request {amount_text(name, used)} > "
+                        f"deserved {amount_text(name, due)}")
+        if not over:
+            return f"queue {queue.name} may not reclaim: the task asks for no resources"
+        return (f"queue {queue.name} may not reclaim: it would pass its deserved amount "
+                f"on every resource the task asks for ({'; '.join(over)})")
+
+    @hookimpl
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        """Candidates, in the order given, of queues that hold more than they deserve of
+        a resource the candidate uses, until each such queue is back within its deserved
+        amount; never one whose eviction takes its queue below its guarantee."""
+        jobs = self.session.jobs
+        if self._task_attr(reclaimer) is None:
+            return []
+        wanted = _dimensions(reclaimer.resreq)
+        holding: dict[str, Resource] = {}
+        victims = []
+        for task in candidates:
+            job = jobs.get(task.job_id)
+            attr = self._attr_of(job.queue) if job is not None else None
+            if attr is None:
+                continue
+            uses = _dimensions(task.resreq)
+            if not uses & wanted:
+                continue  # evicting it frees nothing the reclaimer asks for
+            allocated = holding.get(attr.name)
+            if allocated is None:
+                allocated = holding[attr.name] = attr.allocated.clone()
+            if not attr.guarantee.less_equal(allocated.clone().sub(task.resreq)):
+                continue  # the queue would fall below its guarantee
+            if uses & _dimensions(attr.deserved) and not self._over_deserved(
+                    allocated, attr.deserved, task.resreq):
+                continue
+            allocated.sub(task.resreq)
+            victims.append(task)
+        return victims
+
+    @staticmethod
+    def _over_deserved(allocated: Resource, deserved: Resource, request: Resource) -> bool:
+        """Does `allocated` pass `deserved` strictly on a resource `request` asks for and
+        `deserved` defines (cpu and memory when deserved holds some; another resource
+        when deserved names it, even at zero)?"""
+        for name in _requested(request):
+            if name in (CPU, MEMORY):
+                if deserved.get(name) < MIN_RESOURCE:
+                    continue
+            elif name not in deserved.scalars:
+                continue
+            if allocated.get(name) > deserved.get(name):
+                return True
+        return False
+
+    # ---------------------------------------------------------------- enqueue
+
+    @hookimpl
+    def job_enqueueable(self, job: Job) -> Vote:
+        queue = self.session.queues.get(job.queue)
+        if queue is None:
+            return Reject(f"queue {job.queue} not found")
+        if not queue.is_open():
+            return Reject(f"queue {queue.name} is {queue.state}: it admits no new jobs")
+        attr = self._attr_of(queue.name)
+        if job.min_resources is None or attr is None:
+            return PERMIT
+        minimum = job.min_resources
+        needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+        failing = quota_exceeded(needed, attr.real_capability, minimum)
+        if not failing:
+            return PERMIT
+        reason = "queue resource quota insufficient: " + ", ".join(
+            f"insufficient {n}" for n in failing)
+        if not job.bare:
+            self.session.event(f"PodGroup/{job.uid}", "Normal", "Unschedulable", reason)
+        return Reject(reason)
+
+    @hookimpl
+    def job_enqueued(self, job: Job) -> None:
+        attr = self._attr_of(job.queue)
+        if attr is not None and job.min_resources is not None:
+            attr.inqueue.add(without_gated(job, job.min_resources))
+
+    # ---------------------------------------------------------------- events
+
+    @hookimpl
+    def allocate_event(self, task: Task) -> str | None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated.add(task.resreq)
+            attr.update_share()
+        return None
+
+    @hookimpl
+    def deallocate_event(self, task: Task) -> None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated.sub(task.resreq)
+            attr.update_share()
