@@ -109,6 +109,8 @@ class Reclaim(Action):
             candidates = [t for t, _ in node.tasks.values() if eligible(t)]
             if not candidates:
                 continue
+            # Plugins see candidates in eviction order: their running sums depend on it.
+            candidates = victim_order(session, candidates, task)
             victims = session.reclaimable(task, candidates)
             if not victims or not could_fit(task, node, victims):
                 continue

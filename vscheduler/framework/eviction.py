@@ -161,8 +161,10 @@ def could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
 def whole_job_of(job: Job, eligible: Callable[[Task], bool],
                  approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
     """Every placed task of `job`, if each is `eligible` and plugins `approve` them all
-    as victims; else None: evicting only some would leave the gang broken."""
-    placed = list(job.tasks_in(S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED))
+    as victims (asked in a fixed order); else None: evicting only some would leave the
+    gang broken."""
+    placed = sorted(job.tasks_in(S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED),
+                    key=lambda t: t.key)
     if not placed or not all(eligible(t) for t in placed):
         return None
     if {t.key for t in approve(placed)} != {t.key for t in placed}:
