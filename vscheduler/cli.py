@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from vscheduler.conf import ConfError, load_conf
+from vscheduler.conf import ConfError, load_conf, parse_conf
 from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
 from vscheduler.report import render_text
 from vscheduler.simulate import Simulation, load_manifests
@@ -41,6 +41,25 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from vscheduler.bench import BENCH_CONF, BenchSpec, render, run_bench
+
+    try:
+        conf = load_conf(args.conf) if args.conf else parse_conf(BENCH_CONF, "bench conf")
+    except ConfError as err:
+        print(f"vscheduler: bad conf: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    spec = BenchSpec(nodes=args.nodes, gpus_per_node=args.gpus_per_node, queues=args.queues,
+                     jobs=args.jobs, tasks_per_job=args.tasks_per_job, running=args.running,
+                     sessions=args.sessions, seed=args.seed, mig_every=args.mig_every)
+    figures = run_bench(spec, conf, measure_memory=not args.no_memory)
+    if args.output == "json":
+        print(json.dumps(figures, indent=2))
+    else:
+        print(render(figures), end="")
+    return 0
+
+
 def _plugins(args: argparse.Namespace) -> int:
     for title, group in (("actions", ACTIONS_GROUP), ("plugins", PLUGINS_GROUP)):
         print(f"{title}:")
@@ -71,6 +90,27 @@ def _parser() -> argparse.ArgumentParser:
                           help="queue of jobs that name none (default: default)")
     simulate.add_argument("--output", choices=("text", "json"), default="text")
     simulate.set_defaults(run=_simulate)
+
+    bench = commands.add_parser(
+        "bench", help="time real sessions on a generated cluster",
+        description="Generate a GPU cluster from a seed, run sessions in-process and print "
+                    "the time of each phase, pods placed per second and memory figures.")
+    bench.add_argument("--nodes", type=int, default=100)
+    bench.add_argument("--gpus-per-node", type=int, default=8)
+    bench.add_argument("--mig-every", type=int, default=10, metavar="N",
+                       help="every Nth node is split into MIG slices (0: none)")
+    bench.add_argument("--queues", type=int, default=4)
+    bench.add_argument("--jobs", type=int, default=20, help="pending gang jobs")
+    bench.add_argument("--tasks-per-job", type=int, default=4)
+    bench.add_argument("--running", type=int, default=200, help="pods already running")
+    bench.add_argument("--sessions", type=int, default=1)
+    bench.add_argument("--seed", type=int, default=1)
+    bench.add_argument("--conf", help="conf to run (default: Volcano's default conf with "
+                                      "capacity-card)")
+    bench.add_argument("--no-memory", action="store_true",
+                       help="skip the cache memory measurement (tracemalloc slows loading)")
+    bench.add_argument("--output", choices=("text", "json"), default="text")
+    bench.set_defaults(run=_bench)
 
     plugins = commands.add_parser("plugins", help="list installed actions and plugins")
     plugins.set_defaults(run=_plugins)

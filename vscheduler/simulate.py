@@ -8,6 +8,7 @@ confirms them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -151,6 +152,8 @@ class Simulation:
         self.report = Report()
         self._evicted: list[str] = []
         self._bound: list[str] = []
+        # seconds per phase of the last session: snapshot, open, each action, close
+        self.timings: dict[str, float] = {}
 
     def load(self, objects: list[tuple[str, dict]], problems: Iterable[Event] = ()) -> None:
         """Add objects; a malformed one is skipped with a Warning event naming it."""
@@ -186,9 +189,13 @@ class Simulation:
         self._advance()
         self.report.sessions += 1
         number = self.report.sessions
-        session = Session(self.cache.snapshot(), self.conf, default_queue=self.default_queue,
+        started = time.perf_counter()
+        snapshot = self.cache.snapshot()
+        snapshot_seconds = time.perf_counter() - started
+        session = Session(snapshot, self.conf, default_queue=self.default_queue,
                           uid=f"session-{number}")
         result = session.run()
+        self.timings = {"snapshot": snapshot_seconds, **session.timings}
         cache = self.cache
         for key, node in result.binds.items():
             cache.bind(key, node)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -138,7 +139,12 @@ class Session:
         self.result = SessionResult()
         self._task_notes: dict[str, list[str]] = {}
         self._job_notes: dict[str, list[str]] = {}
+        # Seconds spent per phase ("open", each action's name, "close"), for metrics and
+        # `vscheduler bench`.
+        self.timings: dict[str, float] = {}
+        started = time.perf_counter()
         self._open_plugins()
+        self.timings["open"] = time.perf_counter() - started
 
     # ================================================================ plugins
 
@@ -426,9 +432,14 @@ class Session:
 
     def run(self) -> SessionResult:
         """Run the conf's actions in order, then close."""
-        for _name, cls, args in self.conf.actions:
+        for name, cls, args in self.conf.actions:
+            started = time.perf_counter()
             cls(args).execute(self)
-        return self.close()
+            self.timings[name] = time.perf_counter() - started
+        started = time.perf_counter()
+        result = self.close()
+        self.timings["close"] = time.perf_counter() - started
+        return result
 
     def close(self) -> SessionResult:
         for tier in self.conf.tiers:
