@@ -2,8 +2,10 @@
 
 Queues take turns in queue order, one job at a time in job order, so one queue's large
 job does not hold back the others; a refused job stays Pending and its queue's next job
-is tried (no head-of-line blocking). A job without `minResources` is admitted without
-asking plugins, as in Volcano.
+is tried (no head-of-line blocking). Plugins are asked about every job: Volcano admits a
+job without `minResources` without asking, which would let a job whose only request is a
+card annotation (`volcano.sh/card.request`) in unchecked; the quota plugins permit a job
+without `minResources` themselves.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ class Enqueue(Action):
             if not queue.is_open():
                 session.explain_job(job, f"queue {queue.name} is {queue.state}: it admits "
                                          "no new jobs")
-            elif job.min_resources is None:
-                self._admit(session, job)
             else:
                 vote = session.job_enqueueable(job)
                 if isinstance(vote, Reject):

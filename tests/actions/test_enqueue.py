@@ -18,7 +18,7 @@ def phases(report: dict) -> dict[str, str]:
     return {uid: group["phase"] for uid, group in report["podGroups"].items()}
 
 
-def test_job_without_min_resources_is_admitted_without_asking_plugins():
+def test_job_without_min_resources_is_admitted_by_the_quota_plugins():
     report = simulate([node("n1", cpu="1"), *gang("huge", 20, cpu="4")], CONF)
     assert phases(report) == {"default/huge": "Inqueue"}
 
