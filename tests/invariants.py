@@ -7,13 +7,14 @@ recompute everything from the cache's tasks, not from the accounting they check.
 
 from __future__ import annotations
 
-from vscheduler.model import TaskStatus
+from vscheduler.model import Task, TaskStatus
 from vscheduler.resources import CPU, MEMORY, Resource
 from vscheduler.simulate import Simulation
 
 S = TaskStatus
 PLACED = S.BOUND | S.RUNNING | S.BINDING
 QUOTA_PLUGINS = {"proportion", "capacity", "capacity-card"}
+NOT_CARDS = ("ephemeral-storage", "hugepages-", "attachable-volumes-")
 
 
 def _placed_by_node(simulation: Simulation) -> dict[str, tuple[Resource, Resource]]:
@@ -28,14 +29,30 @@ def _placed_by_node(simulation: Simulation) -> dict[str, tuple[Resource, Resourc
     return out
 
 
+def _cards_unlimited(simulation: Simulation) -> bool:
+    return any(option.name == "capacity-card" and option.args.get("cardUnlimitedCpuMemory")
+               for tier in simulation.conf.tiers for option in tier)
+
+
+def _asks_cards(task: Task) -> bool:
+    return any(amount > 0 and name != "pods" and not name.startswith(NOT_CARDS)
+               for name, amount in task.resreq.scalars.items())
+
+
 def _queue_allocated(simulation: Simulation) -> dict[str, Resource]:
+    """Per queue, what its placed pods take (card pods' cpu and memory left out where
+    capacity-card's cardUnlimitedCpuMemory says queues do not count them)."""
     cache = simulation.cache
+    unlimited = _cards_unlimited(simulation)
     out: dict[str, Resource] = {}
     for job in cache.jobs.values():
         total = out.setdefault(job.queue, Resource())
         for task in job.tasks.values():
             if task.status & PLACED:
-                total.add(task.resreq)
+                if unlimited and _asks_cards(task):
+                    total.add(Resource(0, 0, dict(task.resreq.scalars)))
+                else:
+                    total.add(task.resreq)
     return out
 
 
@@ -126,8 +143,10 @@ def check_session(simulation: Simulation, before_pending: set[str],
         requested: dict[str, set[str]] = {}
         for key in result.binds:
             task = cache.tasks[key]
-            requested.setdefault(cache.jobs[task.job_id].queue, set()).update(
-                task.resreq.names())
+            names = set(task.resreq.names())
+            if _cards_unlimited(simulation) and _asks_cards(task):
+                names -= {"cpu", "memory"}
+            requested.setdefault(cache.jobs[task.job_id].queue, set()).update(names)
         for queue_name, names in requested.items():
             queue = cache.queues.get(queue_name)
             if queue is None or queue.capability is None:
