@@ -89,6 +89,11 @@ class GangPlugin(Plugin):
                 job.set_condition(Condition("Scheduled", "True",
                                             "tasks in gang are ready to be scheduled", "",
                                             session.uid))
+                # An Unschedulable condition of an earlier session no longer holds
+                # (Volcano leaves it True beside Scheduled).
+                for condition in job.conditions:
+                    if condition.type == "Unschedulable" and condition.status == "True":
+                        condition.status = "False"
                 continue
             releasing = any(t.node_name for t in job.tasks_in(S.RELEASING))
             waiting = job.count(S.PENDING | S.PIPELINED)
