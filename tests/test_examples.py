@@ -79,6 +79,8 @@ def test_same_input_gives_byte_identical_reports_across_processes(path: Path):
 def test_text_report_lists_placements_then_pending_jobs(path: Path, capsys):
     assert main(["simulate", str(path)]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[0].endswith("bound in 1 session(s)")
-    if "Pending" in text:
-        assert text.index("POD") < text.index("Pending")
+    lines = text.splitlines()
+    assert lines[0].endswith("bound in 1 session(s)")
+    if not lines[0].startswith("0 ") and "Pending" in text:
+        assert lines.index("") + 1 == lines.index(next(x for x in lines if x.startswith("POD ")))
+        assert text.index("\nPOD ") < text.index("\nPending")
