@@ -84,3 +84,36 @@ def test_text_report_lists_placements_then_pending_jobs(path: Path, capsys):
     if not lines[0].startswith("0 ") and "Pending" in text:
         assert lines.index("") + 1 == lines.index(next(x for x in lines if x.startswith("POD ")))
         assert text.index("\nPOD ") < text.index("\nPending")
+
+
+def test_tidal_reclaim(capsys):
+    report = _report(capsys, str(ROOT / "examples/tidal.yaml"), "--conf",
+                     str(ROOT / "conf/tidal-reclaim.conf"), "--sessions", "2")
+    evicted = sorted(e["pod"] for e in report["evictions"])
+    # A whole training gang, never half of one; never the protected one.
+    assert evicted == ["training/train-a-worker-0", "training/train-a-worker-1"]
+    assert all(e["action"] == "reclaim" and e["for"].startswith("inference/")
+               for e in report["evictions"])
+    assert {k for k in report["binds"] if k.startswith("inference/")} == {
+        "inference/chat-7d9f6-qm4t7", "inference/chat-7d9f6-xk2p9"}
+    assert report["queues"]["queue-inference"]["cards"] == {"NVIDIA-GeForce-RTX-4090": 4}
+
+
+def test_card_quota(capsys):
+    report = _report(capsys, str(ROOT / "examples/card-quota.yaml"), "--conf",
+                     str(ROOT / "conf/card-quota.conf"))
+    binds = report["binds"]
+    assert sorted(k for k in binds if "h200-job" in k) == [
+        f"team-a/h200-job-{i}" for i in range(3)]
+    assert report["pending"]["team-a/h200-job-3"] == [
+        "Queue <cr-queue1> has insufficient <NVIDIA-H200> quota: requested <1000>, total "
+        "would be <4000>, but capability is <3000>"]
+    # A|B: the first choice while its quota lasts, then the second.
+    assert [binds[f"team-a/rtx-svc-{i}"] for i in range(4)] == [
+        "rtx4090-a", "rtx4090-a", "rtx4090d-a", "rtx4090d-a"]
+    assert "mix kinds of card" in report["pending"]["team-a/mixed-0"][0]
+    assert report["queues"]["cr-queue1"]["cards"] == {
+        "NVIDIA-GeForce-RTX-4090": 2, "NVIDIA-GeForce-RTX-4090-D": 2, "NVIDIA-H200": 3,
+        "NVIDIA-H200/mig-1g.18gb-mixed": 2, "NVIDIA-H800/mps-79g*1/2": 1}
+    assert any(e["object"] == "Pod/team-a/h200-job-3" and e["type"] == "Warning"
+               for e in report["events"])
