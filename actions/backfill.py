@@ -51,7 +51,7 @@ class Backfill(Action):
                 continue
             # The pod slot is the one resource a best-effort task asks for.
             feasible, errors = predicate_nodes(session, task, session.node_list,
-                                               Node.insufficient_now)
+                                               Node.insufficient_now, sample=True)
             if not feasible:
                 job.fit_errors[task.uid] = errors
                 continue

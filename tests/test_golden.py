@@ -14,6 +14,7 @@ import pytest
 from tests.invariants import run_checked
 from vscheduler.bench import BENCH_CONF, BenchSpec, generate
 from vscheduler.conf import DEFAULT_CONF, parse_conf
+from vscheduler.framework.placement import OFF
 from vscheduler.simulate import Simulation
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -41,7 +42,8 @@ CASES = {
 
 
 def _report(conf_text: str, spec: BenchSpec, sessions: int) -> dict:
-    simulation = Simulation(parse_conf(conf_text, "golden conf"), ("vscheduler",))
+    simulation = Simulation(parse_conf(conf_text, "golden conf"), ("vscheduler",),
+                            node_sampling=OFF)
     simulation.load([(f"golden#{i}", o) for i, o in enumerate(generate(spec))])
     run_checked(simulation, sessions)
     report = simulation.report.as_dict()

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vscheduler.conf import SchedulerConf
+from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
 __all__ = ["BENCH_CONF", "BenchSpec", "generate", "run_bench"]
@@ -176,14 +177,14 @@ def _peak_rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True
-              ) -> dict[str, Any]:
+def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
+              node_sampling: NodeSampling | None = None) -> dict[str, Any]:
     """Build the cluster, run the sessions; figures as a dict."""
     started = time.perf_counter()
     objects = generate(spec)
     generated = time.perf_counter() - started
     pods = sum(1 for o in objects if o["kind"] == "Pod")
-    simulation = Simulation(conf, (SCHEDULER,))
+    simulation = Simulation(conf, (SCHEDULER,), node_sampling=node_sampling)
     listed = [(f"bench#{i}", o) for i, o in enumerate(objects)]
     del objects
     gc.collect()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from vscheduler.conf import ConfError, load_conf, parse_conf
+from vscheduler.framework.placement import NodeSampling
 from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
 from vscheduler.report import render_text
 from vscheduler.simulate import Simulation, load_manifests
@@ -31,7 +32,7 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"vscheduler: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
         return EXIT_USAGE
     names = tuple(args.scheduler_name or ["vscheduler"])
-    simulation = Simulation(conf, names, args.default_queue)
+    simulation = Simulation(conf, names, args.default_queue, _sampling(args))
     simulation.load(objects, problems)
     report = simulation.run(args.sessions).as_dict()
     if args.output == "json":
@@ -39,6 +40,22 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         print(render_text(report), end="")
     return 0
+
+
+def _sampling(args: argparse.Namespace) -> NodeSampling:
+    return NodeSampling(args.minimum_feasible_nodes, args.minimum_percentage_nodes_to_find,
+                        args.percentage_nodes_to_find)
+
+
+def _add_sampling_flags(parser: argparse.ArgumentParser) -> None:
+    """Volcano's flags for how many feasible nodes are enough for a task."""
+    parser.add_argument("--percentage-nodes-to-find", type=int, default=0, metavar="PCT",
+                        help="feasible nodes to find, in percent of all (0: adaptive, "
+                             "as Volcano; 100: try every node)")
+    parser.add_argument("--minimum-feasible-nodes", type=int, default=100, metavar="N",
+                        help="clusters up to this size are searched whole (default 100)")
+    parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=5,
+                        metavar="PCT", help="lower bound of the adaptive percentage")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -52,7 +69,8 @@ def _bench(args: argparse.Namespace) -> int:
     spec = BenchSpec(nodes=args.nodes, gpus_per_node=args.gpus_per_node, queues=args.queues,
                      jobs=args.jobs, tasks_per_job=args.tasks_per_job, running=args.running,
                      sessions=args.sessions, seed=args.seed, mig_every=args.mig_every)
-    figures = run_bench(spec, conf, measure_memory=not args.no_memory)
+    figures = run_bench(spec, conf, measure_memory=not args.no_memory,
+                        node_sampling=_sampling(args))
     if args.output == "json":
         print(json.dumps(figures, indent=2))
     else:
@@ -89,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--default-queue", default="default", metavar="NAME",
                           help="queue of jobs that name none (default: default)")
     simulate.add_argument("--output", choices=("text", "json"), default="text")
+    _add_sampling_flags(simulate)
     simulate.set_defaults(run=_simulate)
 
     bench = commands.add_parser(
@@ -110,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-memory", action="store_true",
                        help="skip the cache memory measurement (tracemalloc slows loading)")
     bench.add_argument("--output", choices=("text", "json"), default="text")
+    _add_sampling_flags(bench)
     bench.set_defaults(run=_bench)
 
     plugins = commands.add_parser("plugins", help="list installed actions and plugins")

@@ -16,6 +16,7 @@ import yaml
 
 from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
+from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.session import Event, Eviction, Session, SessionResult
 from vscheduler.objects import (
     PODGROUP_GROUPS,
@@ -145,8 +146,10 @@ class Simulation:
         "PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Pod": 4}
 
     def __init__(self, conf: SchedulerConf, scheduler_names: tuple[str, ...] = ("vscheduler",),
-                 default_queue: str = "default") -> None:
+                 default_queue: str = "default",
+                 node_sampling: NodeSampling | None = None) -> None:
         self.conf = conf
+        self.node_sampling = node_sampling
         self.default_queue = default_queue
         self.cache = Cache(scheduler_names, default_queue)
         self.report = Report()
@@ -193,7 +196,7 @@ class Simulation:
         snapshot = self.cache.snapshot()
         snapshot_seconds = time.perf_counter() - started
         session = Session(snapshot, self.conf, default_queue=self.default_queue,
-                          uid=f"session-{number}")
+                          uid=f"session-{number}", node_sampling=self.node_sampling)
         result = session.run()
         self.timings = {"snapshot": snapshot_seconds, **session.timings}
         cache = self.cache
