@@ -18,6 +18,7 @@ from __future__ import annotations
 from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.placement import predicate_nodes, select_best_node
 from vscheduler.framework.queue import PriorityQueue
+from vscheduler.framework.search import NodeSearch
 from vscheduler.framework.session import Session
 from vscheduler.framework.statement import Statement
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
@@ -35,6 +36,7 @@ class Allocate(Action):
     )
 
     def execute(self, session: Session) -> None:
+        self._search = NodeSearch(session, Node.insufficient_future, Node.insufficient_now)
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         jobs_of: dict[str, PriorityQueue[Job]] = {}
         tasks_of: dict[str, PriorityQueue[Task]] = {}
@@ -111,21 +113,12 @@ class Allocate(Action):
                 if job.need_continue_allocating():
                     continue
                 break
-            cache = known.setdefault(task.role, {}) if use_cache and task.role else None
-            feasible: list[Node] = []
-            nominated = session.nodes.get(task.pod.nominated_node)
-            if nominated is not None and nominated.insufficient_future(task.resreq) is None:
-                feasible, _ = predicate_nodes(session, task, [nominated],
-                                              Node.insufficient_future)
-            if not feasible:
-                feasible, errors = predicate_nodes(session, task, session.node_list,
-                                                   Node.insufficient_future, cache)
-                if not feasible:
-                    job.fit_errors[task.uid] = errors
-                    if job.need_continue_allocating():
-                        continue
-                    break
-            node = _best_node(session, task, feasible)
+            node, errors = self._find_node(session, task, known if use_cache else None)
+            if node is None:
+                job.fit_errors[task.uid] = errors
+                if job.need_continue_allocating():
+                    continue
+                break
             error = _place(statement, task, node)
             if error:
                 session.explain_task(task, error)
@@ -135,6 +128,28 @@ class Allocate(Action):
             return statement
         statement.discard()
         return None
+
+
+    def _find_node(self, session: Session, task: Task,
+                   known: dict[str, dict[str, Unfit]] | None
+                   ) -> tuple[Node | None, NodeFitErrors]:
+        """The node for `task`: its nominated node if it fits there, else the best of
+        a search shared with tasks of its signature, else of a search of its own."""
+        nominated = session.nodes.get(task.pod.nominated_node)
+        if nominated is not None and nominated.insufficient_future(task.resreq) is None:
+            feasible, _ = predicate_nodes(session, task, [nominated],
+                                          Node.insufficient_future)
+            if feasible:
+                return nominated, NodeFitErrors()
+        found = self._search.best(task)
+        if found is not None:
+            return found
+        cache = known.setdefault(task.role, {}) if known is not None and task.role else None
+        feasible, errors = predicate_nodes(session, task, session.node_list,
+                                           Node.insufficient_future, cache, sample=True)
+        if not feasible:
+            return None, errors
+        return _best_node(session, task, feasible), errors
 
 
 def _best_node(session: Session, task: Task, feasible: list[Node]) -> Node:

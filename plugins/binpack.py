@@ -83,6 +83,11 @@ class BinpackPlugin(Plugin):
     )
 
     @hookimpl
+    def task_signature(self, task: Task) -> None:
+        """Nothing beyond the task's resources and placement constraints and the node."""
+        return None
+
+    @hookimpl
     def on_session_open(self, session: Session) -> None:
         self.session = session
         self._weight: int = self.args["binpack.weight"]

@@ -60,6 +60,8 @@ tasks only), as the seed's code does.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from vscheduler.cards import (
     CARD_NAME_ANNOTATION,
     CARD_QUOTA_ANNOTATION,
@@ -637,6 +639,24 @@ class CapacityCardPlugin(Plugin):
                                  - attr.capability.scalars.get(card, 0.0) >= MIN_RESOURCE):
             return self._quota_used_up(attr, card)
         return None
+
+    @hookimpl
+    def task_signature(self, task: Task) -> Hashable:
+        """What `predicate` and `node_order` read besides the node: the card resource
+        and the cards the pod accepts, and which of its candidate cards the queue still
+        has room for (that changes as the queue's tasks are placed)."""
+        cards = self._tasks.get(task.uid) or self._task(task)
+        if cards.resource is None or cards.unfit is not None:
+            return (cards.resource, cards.unfit)
+        attr = cards.queue
+        if attr is None:
+            return (cards.resource, cards.accepted)
+        allocated, capability = attr.allocated.scalars, attr.capability.scalars
+        options = cards.accepted if cards.accepted is not None else tuple(capability)
+        room = tuple(card for card in options
+                     if allocated.get(card, 0.0) + cards.amount - capability.get(card, 0.0)
+                     < MIN_RESOURCE)
+        return (cards.resource, cards.accepted, cards.amount, room)
 
     def _unlisted(self, card: str) -> Unfit:
         """The refusal of a node whose card the pod does not accept (built once)."""

@@ -169,6 +169,11 @@ class NodeOrderPlugin(Plugin):
     )
 
     @hookimpl
+    def task_signature(self, task: Task) -> None:
+        """Nothing beyond the task's resources and placement constraints and the node."""
+        return None
+
+    @hookimpl
     def on_session_open(self, session: Session) -> None:
         self.session = session
         args = self.args

@@ -124,6 +124,11 @@ class PredicatesPlugin(Plugin):
     )
 
     @hookimpl
+    def task_signature(self, task: Task) -> None:
+        """Nothing beyond the task's resources and placement constraints and the node."""
+        return None
+
+    @hookimpl
     def on_session_open(self, session: Session) -> None:
         self.session = session
         self._affinity = bool(self.args["predicate.NodeAffinityEnable"])

@@ -93,18 +93,22 @@ def check_session(simulation: Simulation, before_pending: set[str],
     # with pods of other schedulers, may stay so; the scheduler must add nothing to
     # the overloaded dimensions.)
     pipelined: dict[str, Resource] = {}
-    added: dict[str, set[str]] = {}
+    bound: dict[str, set[str]] = {}  # node -> resources binds added
+    waiting: dict[str, set[str]] = {}  # node -> resources pipelined tasks will take
     for key, node_name in result.pipelined.items():
         pipelined.setdefault(node_name, Resource()).add(cache.tasks[key].resreq)
-        added.setdefault(node_name, set()).update(cache.tasks[key].resreq.names())
+        waiting.setdefault(node_name, set()).update(cache.tasks[key].resreq.names())
     for key, node_name in result.binds.items():
-        added.setdefault(node_name, set()).update(cache.tasks[key].resreq.names())
+        bound.setdefault(node_name, set()).update(cache.tasks[key].resreq.names())
     for name, (with_releasing, staying) in _placed_by_node(simulation).items():
         allocatable = cache.nodes[name].allocatable
         future = staying.clone().add(pipelined.get(name, Resource()))
-        for what, amount in (("", with_releasing), ("pipelined ", future)):
+        added_now = bound.get(name, set())
+        added_later = added_now | waiting.get(name, set())
+        for what, amount, added in (("", with_releasing, added_now),
+                                    ("pipelined ", future, added_later)):
             over = set(amount.insufficient(allocatable))
-            excused = before_over.get(name, set()) - added.get(name, set())
+            excused = before_over.get(name, set()) - added
             assert not over - excused, (
                 f"session {number}: node {name} {what}over {sorted(over - excused)}")
 

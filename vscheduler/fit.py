@@ -40,6 +40,12 @@ class NodeFitErrors:
     def set(self, node: str, unfit: Unfit) -> None:
         self.nodes[node] = unfit
 
+    def copy(self) -> NodeFitErrors:
+        """A copy that later changes to this one do not reach."""
+        copy = NodeFitErrors(self.error)
+        copy.nodes = dict(self.nodes)
+        return copy
+
     def unresolvable_nodes(self) -> set[str]:
         return {name for name, unfit in self.nodes.items() if not unfit.resolvable}
 

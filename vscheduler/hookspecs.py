@@ -34,6 +34,7 @@ candidate node: keep them free of allocation and lookups you could do at session
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -145,6 +146,19 @@ def predicate(task: Task, node: Node) -> Unfit | None:
 @hookspec
 def node_order(task: Task, node: Node) -> float:
     """A score for placing `task` on `node` (higher is better); summed over plugins."""
+
+
+@hookspec
+def task_signature(task: Task) -> Hashable:
+    """What this plugin's `predicate` and `node_order` answers for `task` depend on,
+    besides the node and the task's resources, node selector, node affinity,
+    tolerations and host ports (None: nothing else). Tasks that agree on all of it
+    share node searches within an action, which is what keeps a session fast on large
+    clusters: a gang's identical pods, or many jobs of the same shape, are matched
+    against the nodes once, and afterwards only the nodes that changed are looked at
+    again. Return everything else the answers read: annotations, the queue and what it
+    has used, and so on. A plugin with `predicate` or `node_order` but no
+    `task_signature` turns the sharing off for every task (correct, slower)."""
 
 
 @hookspec

@@ -488,6 +488,7 @@ class Node:
 
     __slots__ = (
         "allocatable",
+        "changes",
         "idle",
         "labels",
         "max_pods",
@@ -521,6 +522,9 @@ class Node:
         self.pipelined = Resource()
         # key -> (task, the status it was charged under)
         self.tasks: dict[str, tuple[Task, TaskStatus]] = {}
+        # A session's log of changed nodes (names), so node searches can revisit only
+        # the nodes that changed; None outside a session.
+        self.changes: list[str] | None = None
 
     def future_idle(self) -> Resource:
         """What will be free once releasing pods are gone and pipelined ones placed."""
@@ -562,6 +566,8 @@ class Node:
             self.idle.sub(req)
             self.used.add(req)
         self.tasks[task.key] = (task, status)
+        if self.changes is not None:
+            self.changes.append(self.name)
 
     def remove_task(self, task: Task) -> None:
         entry = self.tasks.pop(task.key, None)
@@ -578,6 +584,8 @@ class Node:
         else:
             self.idle.add(req)
             self.used.sub(req)
+        if self.changes is not None:
+            self.changes.append(self.name)
 
     def update_task(self, task: Task) -> None:
         self.remove_task(task)
@@ -599,6 +607,7 @@ class Node:
         node.releasing = self.releasing.clone()
         node.pipelined = self.pipelined.clone()
         node.tasks = dict(self.tasks)
+        node.changes = None
         return node
 
     def __repr__(self) -> str:

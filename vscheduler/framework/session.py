@@ -18,6 +18,7 @@ from typing import Any
 from vscheduler.cache import Snapshot
 from vscheduler.conf import SchedulerConf
 from vscheduler.fit import Unfit
+from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.statement import Statement
 from vscheduler.hookspecs import ABSTAIN, Reject
 from vscheduler.model import (
@@ -121,13 +122,18 @@ class Session:
     """One session. Plugins read the cluster from its attributes; actions drive it."""
 
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *,
-                 default_queue: str = "default", uid: str = "") -> None:
+                 default_queue: str = "default", uid: str = "",
+                 node_sampling: NodeSampling | None = None) -> None:
         self.uid = uid or f"session-{next(_SESSION_COUNTER)}"
         self.conf = conf
         self.default_queue = default_queue
         self.jobs: dict[str, Job] = snapshot.jobs
         self.nodes: dict[str, Node] = snapshot.nodes
         self.node_list: list[Node] = list(snapshot.nodes.values())
+        # Names of nodes whose tasks changed, in order (see framework.search).
+        self.node_changes: list[str] = []
+        for node in self.node_list:
+            node.changes = self.node_changes
         self.queues: dict[str, Queue] = snapshot.queues
         self.priority_classes = snapshot.priority_classes
         self.snapshot = snapshot
@@ -135,6 +141,9 @@ class Session:
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
         self.action_names = conf.action_names()
+        # Node sampling for the actions' node searches, and where the next one starts.
+        self.node_sampling = node_sampling or NodeSampling()
+        self.node_offset = 0
         self.plugins: dict[str, Any] = {}
         self.result = SessionResult()
         self._task_notes: dict[str, list[str]] = {}
@@ -180,6 +189,13 @@ class Session:
         self._allocate_events = flat("allocate_event")
         self._deallocate_events = flat("deallocate_event")
         self._batch_node_order = flat("batch_node_order")
+        # Node searches may be shared by tasks of one signature only if every plugin
+        # that judges nodes says what its answers depend on (hookspecs.task_signature).
+        judges = {fn.__self__ for fn in (*flat("predicate"), *flat("node_order"))}
+        signers = {fn.__self__ for fn in flat("task_signature")}
+        self._signatures = [fn for fn in flat("task_signature") if fn.__self__ in judges]
+        self.shares_searches = judges <= signers
+        self._base_signatures: dict[str, tuple] = {}
         self.has_batch_node_order = bool(self._batch_node_order)
         predicates = flat("predicate")
         scorers = flat("node_order")
@@ -262,6 +278,25 @@ class Session:
             if unfit is not None:
                 return unfit
         return None
+
+    def task_signature(self, task: Task) -> tuple | None:
+        """What the answers of `predicate` and `node_order` for `task` depend on, or None
+        if that is not known (then its node searches are not shared)."""
+        if not self.shares_searches:
+            return None
+        base = self._base_signatures.get(task.uid)
+        if base is None:
+            pod, req = task.pod, task.resreq
+            base = self._base_signatures[task.uid] = (
+                req.cpu, req.memory, tuple(sorted(req.scalars.items())),
+                tuple(sorted(pod.node_selector.items())),
+                None if pod.required_affinity is None else tuple(
+                    tuple(term) for term in pod.required_affinity),
+                tuple((weight, tuple(term)) for weight, term in pod.preferred_affinity),
+                tuple(pod.tolerations), tuple(pod.host_ports))
+        if not self._signatures:
+            return base
+        return (base, *(fn(task) for fn in self._signatures))
 
     def batch_node_order(self, task: Task, nodes: list[Node]) -> dict[str, float]:
         scores: dict[str, float] = {}

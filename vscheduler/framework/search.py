@@ -1,0 +1,158 @@
+"""Node searches that tasks of the same shape share.
+
+A gang's pods are usually identical, and a large batch of jobs has few shapes: matching
+each pod against every node again repeats the same predicates and scores. A `NodeSearch`
+keeps, per task signature (see the `task_signature` hook), the nodes tried with their
+verdicts and scores, ordered best first. The next task of that signature takes the
+best node after looking again only at the nodes that changed since (the session logs
+every node whose tasks change). Decisions are those of a fresh search: same nodes, same
+verdicts, same order (best gradient, then highest score, then node order).
+
+With node sampling, a signature's sample is drawn once, from the session's rotating
+offset, and drawn again when it has no feasible node left.
+
+Searches are shared only when every plugin that answers `predicate` or `node_order`
+says what its answers depend on (`task_signature`), and never when a batch scorer has
+an opinion for the task (its scores are normalised over the candidate nodes, so they
+change with them); such tasks are searched afresh each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedList
+
+from vscheduler.fit import NodeFitErrors, Unfit
+from vscheduler.framework.placement import insufficient_reason
+from vscheduler.model import Node, Task
+from vscheduler.resources import Resource
+
+if TYPE_CHECKING:
+    from vscheduler.framework.session import Session
+
+__all__ = ["NodeSearch"]
+
+# (gradient: 0 = fits idle now, 1 = only once releasing pods are gone; -score; index)
+Key = tuple[int, float, int]
+
+
+class _Entry:
+    __slots__ = ("errors", "feasible", "key_of", "position", "sampled", "shared", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task  # the task the verdicts were computed for (same signature)
+        self.shared = True
+        self.feasible: SortedList = SortedList()
+        self.key_of: dict[str, Key] = {}
+        self.errors = NodeFitErrors()
+        self.sampled: set[str] = set()
+        self.position = 0  # how much of the session's change log has been seen
+
+
+class NodeSearch:
+    """Best nodes for tasks during one action, sharing work between tasks that have the
+    same signature. `fits_future(node, request)` and `fits_now(node, request)` name the
+    first resource lacking (or None), as `Node.insufficient_future` / `insufficient_now`.
+    """
+
+    def __init__(self, session: Session,
+                 fits_future: Callable[[Node, Resource], str | None],
+                 fits_now: Callable[[Node, Resource], str | None]) -> None:
+        self.session = session
+        self.fits_future = fits_future
+        self.fits_now = fits_now
+        self.index = {node.name: i for i, node in enumerate(session.node_list)}
+        self.entries: dict[Hashable, _Entry] = {}
+        self.unfit: dict[str, Unfit] = {}
+
+    def best(self, task: Task) -> tuple[Node | None, NodeFitErrors] | None:
+        """The best node for `task` (None if no node fits) and why the others do not;
+        or None if `task` cannot share searches (search it afresh)."""
+        session = self.session
+        signature = session.task_signature(task)
+        if signature is None:
+            return None
+        entry = self.entries.get(signature)
+        if entry is None:
+            entry = self.entries[signature] = _Entry(task)
+            self._sample(entry)
+            if session.has_batch_node_order:
+                # Scores normalised over the candidates change with them; the same score
+                # for every node changes no choice.
+                batch = session.batch_node_order(
+                    task, [session.node_list[key[2]] for key in entry.feasible])
+                entry.shared = len(set(batch.values())) <= 1
+        elif entry.shared:
+            self._refresh(entry)
+            if not entry.feasible and len(entry.sampled) < len(session.node_list):
+                self._sample(entry)
+        if not entry.shared:
+            return None
+        if not entry.feasible:
+            return None, entry.errors.copy()
+        return session.node_list[entry.feasible[0][2]], entry.errors
+
+    # ---------------------------------------------------------------- internals
+
+    def _sample(self, entry: _Entry) -> None:
+        """Try nodes from the rotating offset until enough are feasible."""
+        session = self.session
+        nodes = session.node_list
+        count = len(nodes)
+        wanted = session.node_sampling.nodes_to_find(count)
+        start = session.node_offset % count if wanted < count else 0
+        found = len(entry.feasible)
+        tried = 0
+        for tried in range(1, count + 1):
+            node = nodes[(start + tried - 1) % count]
+            if node.name in entry.sampled:
+                continue
+            entry.sampled.add(node.name)
+            if self._evaluate(entry, node):
+                found += 1
+                if found >= wanted:
+                    break
+        if wanted < count:
+            session.node_offset = (start + tried) % count
+        entry.position = len(session.node_changes)
+
+    def _refresh(self, entry: _Entry) -> None:
+        changes = self.session.node_changes
+        if entry.position == len(changes):
+            return
+        dirty = set(changes[entry.position:])
+        entry.position = len(changes)
+        nodes = self.session.nodes
+        for name in dirty:
+            if name not in entry.sampled:
+                continue
+            key = entry.key_of.pop(name, None)
+            if key is not None:
+                entry.feasible.remove(key)
+            entry.errors.nodes.pop(name, None)
+            self._evaluate(entry, nodes[name])
+
+    def _evaluate(self, entry: _Entry, node: Node) -> bool:
+        """Judge `node` for the entry's task; record the verdict. True if feasible."""
+        session = self.session
+        task = entry.task
+        lacking = self.fits_future(node, task.resreq)
+        if lacking is not None:
+            unfit = self.unfit.get(lacking)
+            if unfit is None:
+                unfit = self.unfit[lacking] = Unfit(insufficient_reason(lacking),
+                                                    resolvable=True)
+            entry.errors.set(node.name, unfit)
+            return False
+        unfit = session.predicate(task, node)
+        if unfit is not None:
+            entry.errors.set(node.name, unfit)
+            return False
+        gradient = 0 if self.fits_now(node, task.resreq) is None else 1
+        score = session.node_order(task, node) if session.has_node_order else 0.0
+        key = (gradient, -score, self.index[node.name])
+        entry.key_of[node.name] = key
+        entry.feasible.add(key)
+        return True
