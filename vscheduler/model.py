@@ -10,7 +10,6 @@ a group, scheduled as a job of one), a *queue* is a Volcano Queue.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,8 +24,10 @@ __all__ = [
     "Pod",
     "PriorityClass",
     "Queue",
+    "Status",
     "Task",
     "TaskStatus",
+    "status_label",
 ]
 
 
@@ -39,7 +40,13 @@ def is_bare_job(uid: str) -> bool:
     return uid.endswith(BARE_JOB_SUFFIX)
 
 
-class TaskStatus(enum.IntFlag):
+# A task status is one bit, a set of statuses their union (`status & ALLOCATED_STATUSES`).
+# Plain ints, not enum.IntFlag: statuses are tested on every hot path, and IntFlag's
+# operators are Python calls.
+Status = int
+
+
+class TaskStatus:
     PENDING = 1
     ALLOCATED = 2
     PIPELINED = 4
@@ -51,9 +58,14 @@ class TaskStatus(enum.IntFlag):
     FAILED = 256
     UNKNOWN = 512
 
-    @property
-    def label(self) -> str:
-        return (self.name or "Unknown").capitalize()
+
+_LABELS = {value: name.capitalize() for name, value in vars(TaskStatus).items()
+           if name.isupper()}
+
+
+def status_label(status: Status) -> str:
+    """A status as Kubernetes users read it: `Pending`, `Running`, ..."""
+    return _LABELS.get(status, "Unknown")
 
 
 S = TaskStatus
@@ -153,7 +165,7 @@ class Task:
         pod: Pod,
         resreq: Resource,
         job_id: str,
-        status: TaskStatus,
+        status: Status,
         node_name: str = "",
         priority: int = 1,
         preemptable: bool = True,
@@ -173,7 +185,7 @@ class Task:
         self.eviction_occurred = False
         # (status, node) when a statement holding this task was discarded: what the
         # session had tried for it, used to explain why it is still pending.
-        self.last_transaction: tuple[TaskStatus, str] | None = None
+        self.last_transaction: tuple[Status, str] | None = None
 
     @property
     def name(self) -> str:
@@ -205,7 +217,7 @@ class Task:
         return task
 
     def __repr__(self) -> str:
-        return f"Task({self.key}, {self.status.label}, node={self.node_name or '-'})"
+        return f"Task({self.key}, {status_label(self.status)}, node={self.node_name or '-'})"
 
 
 class Condition:
@@ -290,7 +302,7 @@ class Job:
         self.annotations = annotations or {}
         self.bare = bare
         self.tasks: dict[str, Task] = {}
-        self._by_status: dict[TaskStatus, dict[str, Task]] = {}
+        self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
         self.total_request = Resource()
         self.fit_errors: dict[str, NodeFitErrors] = {}
@@ -314,7 +326,7 @@ class Job:
         if stored.status & ALLOCATED_STATUSES:
             self.allocated.sub(stored.resreq)
 
-    def update_task_status(self, task: Task, status: TaskStatus) -> None:
+    def update_task_status(self, task: Task, status: Status) -> None:
         """Move a task to another status, keeping the indexes and sums right."""
         old = task.status
         if old == status:
@@ -330,12 +342,12 @@ class Job:
         task.status = status
         self._by_status.setdefault(status, {})[task.uid] = task
 
-    def tasks_in(self, statuses: TaskStatus) -> Iterator[Task]:
+    def tasks_in(self, statuses: Status) -> Iterator[Task]:
         for status, bucket in self._by_status.items():
             if status & statuses:
                 yield from bucket.values()
 
-    def count(self, statuses: TaskStatus) -> int:
+    def count(self, statuses: Status) -> int:
         return sum(len(b) for s, b in self._by_status.items() if s & statuses)
 
     # ---------------------------------------------------------------- gang counters
@@ -367,7 +379,7 @@ class Job:
     def _min_task_total(self) -> int:
         return sum(self.min_task_member.values())
 
-    def _role_counts(self, statuses: TaskStatus) -> dict:
+    def _role_counts(self, statuses: Status) -> dict:
         counts: dict[str, int] = {}
         for task in self.tasks.values():
             if task.status & statuses:
@@ -427,7 +439,7 @@ class Job:
 
     def fit_error(self) -> str:
         """Why the job is not (fully) placed, as Volcano words it."""
-        counts = {s.label: len(b) for s, b in self._by_status.items() if b}
+        counts = {status_label(s): len(b) for s, b in self._by_status.items() if b}
         counts["minAvailable"] = self.min_available
         histogram = ", ".join(sorted(f"{n} {label}" for label, n in counts.items()))
         head = "pod group is ready" if self.is_ready() else "pod group is not ready"
@@ -521,7 +533,7 @@ class Node:
         self.releasing = Resource()
         self.pipelined = Resource()
         # key -> (task, the status it was charged under)
-        self.tasks: dict[str, tuple[Task, TaskStatus]] = {}
+        self.tasks: dict[str, tuple[Task, Status]] = {}
         # A session's log of changed nodes (names), so node searches can revisit only
         # the nodes that changed; None outside a session.
         self.changes: list[str] | None = None

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from vscheduler.matching import NODE_NAME_FIELD
-from vscheduler.model import Pod, PriorityClass, Queue, TaskStatus
+from vscheduler.model import Pod, PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
 
@@ -217,7 +217,7 @@ def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
     return out
 
 
-def task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
+def task_status(phase: str, node_name: str, deleting: bool) -> Status:
     """A pod's status as Volcano derives it."""
     if phase == "Running":
         return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
@@ -250,7 +250,7 @@ class ParsedPod:
         self.task_priority = task_priority
 
     @property
-    def status(self) -> TaskStatus:
+    def status(self) -> Status:
         return task_status(self.pod.phase, self.node_name, self.deleting)
 
 

@@ -75,7 +75,7 @@ def node_state(n: Node) -> tuple:
 def job_state(job: Job) -> tuple:
     return (amounts(job.allocated), job.ready_task_num(), job.waiting_task_num(),
             {t.name: (t.status, t.node_name) for t in job.tasks.values()},
-            {s: job.count(s) for s in S})
+            {s: job.count(s) for s in (1 << i for i in range(10))})
 
 
 def request(cpu: str, memory: str) -> Resource:

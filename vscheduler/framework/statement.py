@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vscheduler.model import Node, Task, TaskStatus
+from vscheduler.model import Node, Status, Task, TaskStatus, status_label
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
@@ -62,10 +62,10 @@ class Statement:
         session.deallocate_event(task)
         self.operations.append(Operation(_EVICT, task, node, reason, preemptor))
 
-    def _place(self, task: Task, node: Node, status: TaskStatus, kind: str) -> str | None:
+    def _place(self, task: Task, node: Node, status: Status, kind: str) -> str | None:
         if task.status != S.PENDING:
             task.eviction_occurred = False
-            return f"task {task.key} is {task.status.label}, not Pending: not placed again"
+            return f"task {task.key} is {status_label(task.status)}, not Pending: not placed again"
         session = self.session
         session.jobs[task.job_id].update_task_status(task, status)
         task.node_name = node.name
