@@ -84,7 +84,7 @@ class Cache:
     def add_pod(self, parsed: ParsedPod) -> None:
         """Add or replace a pod."""
         pod = parsed.pod
-        key = f"{pod.namespace}/{pod.name}"
+        key = pod.key
         if key in self.tasks:
             self.delete_pod(key)
         ours = self.is_ours(parsed)

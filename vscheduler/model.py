@@ -10,7 +10,7 @@ a group, scheduled as a job of one), a *queue* is a Volcano Queue.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from vscheduler.fit import NodeFitErrors
@@ -76,6 +76,9 @@ COMPLETED_STATUSES = S.SUCCEEDED | S.FAILED
 SCHEDULED_STATUSES = S.RUNNING | S.BOUND | S.SUCCEEDED | S.FAILED
 
 
+_EMPTY: dict[str, str] = {}  # shared, never mutated
+
+
 class PriorityClass:
     __slots__ = ("global_default", "name", "value")
 
@@ -92,6 +95,7 @@ class Pod:
         "annotations",
         "creation",
         "host_ports",
+        "key",
         "labels",
         "name",
         "namespace",
@@ -114,29 +118,30 @@ class Pod:
         self.uid: str = fields["uid"]
         self.namespace: str = fields["namespace"]
         self.name: str = fields["name"]
+        self.key: str = fields.get("key") or f"{self.namespace}/{self.name}"
         self.scheduler_name: str = fields.get("scheduler_name", "")
-        self.annotations: dict[str, str] = fields.get("annotations", {})
-        self.labels: dict[str, str] = fields.get("labels", {})
+        self.annotations: dict[str, str] = fields.get("annotations") or _EMPTY
+        self.labels: dict[str, str] = fields.get("labels") or _EMPTY
         self.creation: float = fields.get("creation", 0.0)
         self.phase: str = fields.get("phase", "Pending")
         self.priority: int | None = fields.get("priority")
         self.priority_class_name: str = fields.get("priority_class_name", "")
         self.preemption_policy: str = fields.get("preemption_policy", "")
         self.owner_kind: str = fields.get("owner_kind", "")
-        self.node_selector: dict[str, str] = fields.get("node_selector", {})
+        self.node_selector: dict[str, str] = fields.get("node_selector") or _EMPTY
         # Required node affinity: a list of terms (ORed), each a list of
         # (key, operator, values) expressions (ANDed); None = no requirement.
         self.required_affinity: list[list[tuple[str, str, tuple[str, ...]]]] | None = (
             fields.get("required_affinity")
         )
         # Preferred node affinity: (weight, expressions) pairs.
-        self.preferred_affinity: list[tuple[int, list[tuple[str, str, tuple[str, ...]]]]] = (
-            fields.get("preferred_affinity", [])
+        self.preferred_affinity: Sequence[tuple[int, list[tuple[str, str, tuple[str, ...]]]]] = (
+            fields.get("preferred_affinity") or ()
         )
         # Tolerations: (key, operator, value, effect) tuples.
-        self.tolerations: list[tuple[str, str, str, str]] = fields.get("tolerations", [])
+        self.tolerations: Sequence[tuple[str, str, str, str]] = fields.get("tolerations") or ()
         # Host ports: (protocol, host IP, port) tuples.
-        self.host_ports: list[tuple[str, str, int]] = fields.get("host_ports", [])
+        self.host_ports: Sequence[tuple[str, str, int]] = fields.get("host_ports") or ()
         self.scheduling_gates: tuple[str, ...] = fields.get("scheduling_gates", ())
         self.nominated_node: str = fields.get("nominated_node", "")
 
@@ -173,7 +178,7 @@ class Task:
     ) -> None:
         self.pod = pod
         self.uid = pod.uid
-        self.key = f"{pod.namespace}/{pod.name}"
+        self.key = pod.key
         self.job_id = job_id
         self.resreq = resreq
         self.best_effort = resreq.is_empty()

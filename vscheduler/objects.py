@@ -9,6 +9,7 @@ with a Warning event, and the rest is scheduled.
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -63,8 +64,30 @@ def _list(obj: Any, where: str) -> list:
     return obj
 
 
+# Read-only, shared: most pods have no selector, no tolerations, no host ports. Parsed
+# objects are never mutated (ARCHITECTURE: the cache keeps light objects), so sharing
+# them saves memory on clusters of tens of thousands of pods.
+_NO_STRINGS: dict[str, str] = {}
+_NOTHING: tuple = ()
+_SHARED_REQUESTS: dict[tuple, Resource] = {}
+
+
 def _str_map(obj: Any, where: str) -> dict[str, str]:
-    return {str(k): "" if v is None else str(v) for k, v in _map(obj, where).items()}
+    mapping = _map(obj, where)
+    if not mapping:
+        return _NO_STRINGS
+    return {sys.intern(str(k)): "" if v is None else str(v) for k, v in mapping.items()}
+
+
+def _shared_request(request: Resource) -> Resource:
+    """One Resource object for all pods that ask the same (never mutated)."""
+    key = (request.cpu, request.memory, tuple(sorted(request.scalars.items())))
+    shared = _SHARED_REQUESTS.get(key)
+    if shared is None:
+        if len(_SHARED_REQUESTS) > 100_000:  # many distinct shapes: stop growing
+            _SHARED_REQUESTS.clear()
+        shared = _SHARED_REQUESTS[key] = request
+    return shared
 
 
 def _int(obj: Any, where: str, default: int | None = None) -> int | None:
@@ -137,11 +160,11 @@ def pod_request(spec: dict) -> Resource:
     total.set_max(init_peak)
     total.add(_resources(spec.get("overhead"), "spec.overhead"))
     total.scalars[PODS] = 1
-    return total
+    return _shared_request(total)
 
 
 def _expressions(raw: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]:
-    out = []
+    out: list[tuple[str, str, tuple[str, ...]]] = []
     for i, expr in enumerate(_list(raw, where)):
         expr = _map(expr, f"{where}[{i}]")
         key, operator = expr.get("key"), expr.get("operator")
@@ -187,7 +210,7 @@ def _affinity(spec: dict) -> tuple[list | None, list]:
         weight = _int(pref.get("weight"), f"{where}[{i}].weight", 0)
         preferred.append((weight, _node_selector_term(pref.get("preference"),
                                                       f"{where}[{i}].preference")))
-    return required, preferred
+    return required, preferred or _NOTHING
 
 
 def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
@@ -200,7 +223,7 @@ def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
                             "or Exists")
         out.append((str(tol.get("key") or ""), operator, str(tol.get("value") or ""),
                     str(tol.get("effect") or "")))
-    return out
+    return out or _NOTHING
 
 
 def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
@@ -214,7 +237,7 @@ def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
             if host_port:
                 out.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or
                                                                     "0.0.0.0"), host_port))
-    return out
+    return out or _NOTHING
 
 
 def task_status(phase: str, node_name: str, deleting: bool) -> Status:
@@ -277,9 +300,11 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     required, preferred = _affinity(spec)
     gates = tuple(str(_map(g, "spec.schedulingGates[]").get("name") or "")
                   for g in _list(spec.get("schedulingGates"), "spec.schedulingGates"))
+    key = f"{namespace}/{name}"
     pod = Pod(
-        uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        namespace=namespace,
+        uid=str(meta["uid"]) if meta.get("uid") else key,
+        key=key,
+        namespace=sys.intern(namespace),
         name=name,
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         annotations=annotations,
