@@ -498,6 +498,13 @@ class Job:
         return f"Job({self.uid}, queue={self.queue}, min={self.min_available}, {self.phase})"
 
 
+def _charged_alike(old: Status, new: Status) -> bool:
+    """Whether a node accounts tasks of these two statuses the same way (idle and used;
+    releasing and pipelined have their own sums)."""
+    special = S.RELEASING | S.PIPELINED
+    return old == new or not (old & special or new & special)
+
+
 class Node:
     """A node's capacity and what its tasks use, kept per status as Volcano does:
     `idle` is what is free now, `releasing` what terminating pods will free, `pipelined`
@@ -605,6 +612,13 @@ class Node:
             self.changes.append(self.name)
 
     def update_task(self, task: Task) -> None:
+        """Charge a task again after its status changed. A change between statuses
+        charged alike (Allocated to Binding, say) only records the new status: what
+        the node holds is the same."""
+        entry = self.tasks.get(task.key)
+        if entry is not None and _charged_alike(entry[1], task.status):
+            self.tasks[task.key] = (task, task.status)
+            return
         self.remove_task(task)
         self.add_task(task)
 
