@@ -33,10 +33,11 @@ bounded; and a queue deserves its guarantee even when every queue has weight 0.
 from __future__ import annotations
 
 from vscheduler.framework.session import Session
-from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.hookspecs import Vote, hookimpl
 from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.plugin import Plugin
 from vscheduler.quota import (
+    admission,
     amount_text,
     capability_of,
     inqueue_resource,
@@ -262,23 +263,8 @@ class ProportionPlugin(Plugin):
     @hookimpl
     def job_enqueueable(self, job: Job) -> Vote:
         queue = self.session.queues.get(job.queue)
-        if queue is None:
-            return Reject(f"queue {job.queue} not found")
-        if not queue.is_open():
-            return Reject(f"queue {queue.name} is {queue.state}: it admits no new jobs")
-        attr = self._attr_of(queue.name)
-        if job.min_resources is None or attr is None:
-            return PERMIT
-        minimum = job.min_resources
-        needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
-        failing = quota_exceeded(needed, attr.real_capability, minimum)
-        if not failing:
-            return PERMIT
-        reason = "queue resource quota insufficient: " + ", ".join(
-            f"insufficient {n}" for n in failing)
-        if not job.bare:
-            self.session.event(f"PodGroup/{job.uid}", "Normal", "Unschedulable", reason)
-        return Reject(reason)
+        return admission(self.session, job, queue,
+                         self._attr_of(queue.name) if queue is not None else None)
 
     @hookimpl
     def job_enqueued(self, job: Job) -> None:

@@ -18,28 +18,15 @@ import tracemalloc
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vscheduler.conf import SchedulerConf
+from vscheduler.conf import DEFAULT_CONF, SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
 __all__ = ["BENCH_CONF", "BenchSpec", "generate", "run_bench"]
 
 # Volcano's default conf with capacity-card (per-card-model quotas) in the second tier.
-BENCH_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: capacity-card
-  - name: nodeorder
-"""
+BENCH_CONF = DEFAULT_CONF.replace("  - name: proportion\n",
+                                  "  - name: proportion\n  - name: capacity-card\n")
 
 CARD_MODELS = ("NVIDIA-H200", "NVIDIA-H800", "NVIDIA-GeForce-RTX-4090")
 CARD_MEMORY_MIB = {"NVIDIA-H200": 143771, "NVIDIA-H800": 81559,

@@ -30,6 +30,8 @@ with Volcano's flag (`enableJobOrder: false`, ...), listed in `ENABLE_FLAGS`.
 
 Hooks on the per-task-per-node path (`predicate`, `node_order`) are called once per
 candidate node: keep them free of allocation and lookups you could do at session open.
+Implement `task_signature` too: it tells the session which tasks your answers treat
+alike, so that it can match them against the nodes once (see that hook).
 """
 
 from __future__ import annotations

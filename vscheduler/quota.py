@@ -6,14 +6,54 @@ Volcano's rules: a quota check is strict, looks only at the resources a request 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
+from vscheduler.hookspecs import PERMIT, Reject
 from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.quantity import format_bytes, format_milli
 from vscheduler.resources import INF, MEMORY, PODS, Resource
 
-__all__ = ["amount_text", "capability_of", "inqueue_resource", "quota_exceeded",
-           "real_capability", "resource_text", "without_gated"]
+__all__ = ["QueueFigures", "admission", "amount_text", "capability_of", "inqueue_resource",
+           "quota_exceeded", "real_capability", "resource_text", "without_gated"]
+
+if TYPE_CHECKING:
+    from vscheduler.framework.session import Session
 
 S = TaskStatus
+
+
+class QueueFigures(Protocol):
+    """What a quota plugin keeps of a queue, as admission reads it."""
+
+    allocated: Resource
+    inqueue: Resource
+    elastic: Resource
+    real_capability: Resource
+
+
+def admission(session: Session, job: Job, queue: Queue | None,
+              figures: QueueFigures | None) -> int | Reject:
+    """Volcano's admission by queue quota (proportion, capacity): the job's
+    minResources, with what the queue holds and has admitted, less what running jobs
+    hold beyond their minimum, must fit the queue's real capability. A refusal is also a
+    Normal `Unschedulable` event on the PodGroup."""
+    if queue is None:
+        return Reject(f"queue {job.queue} not found")
+    if not queue.is_open():
+        return Reject(f"queue {queue.name} is {queue.state}: it admits no new jobs")
+    if job.min_resources is None or figures is None:
+        return PERMIT
+    minimum = job.min_resources
+    needed = (minimum.clone().add(figures.allocated).add(figures.inqueue)
+              .sub(figures.elastic))
+    failing = quota_exceeded(needed, figures.real_capability, minimum)
+    if not failing:
+        return PERMIT
+    reason = "queue resource quota insufficient: " + ", ".join(
+        f"insufficient {n}" for n in failing)
+    if not job.bare:
+        session.event(f"PodGroup/{job.uid}", "Normal", "Unschedulable", reason)
+    return Reject(reason)
 
 
 def inqueue_resource(job: Job) -> Resource:
