@@ -59,10 +59,14 @@ class Cache:
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
+        # Counts every change; a session over a cache that did not change since the last
+        # one, with no work pending, would decide nothing (see `has_work`).
+        self.generation = 0
 
     # ---------------------------------------------------------------- nodes
 
     def add_node(self, spec: NodeSpec) -> None:
+        self.generation += 1
         old = self.nodes.get(spec.name)
         node = Node(spec.name, spec.allocatable, spec.labels, spec.taints, spec.unschedulable)
         tasks = [t for t, _ in old.tasks.values()] if old else []
@@ -72,6 +76,7 @@ class Cache:
         self.nodes[spec.name] = node
 
     def delete_node(self, name: str) -> None:
+        self.generation += 1
         node = self.nodes.pop(name, None)
         if node is not None and node.tasks:
             self._orphans[name] = {t.key: t for t, _ in node.tasks.values()}
@@ -83,6 +88,7 @@ class Cache:
 
     def add_pod(self, parsed: ParsedPod) -> None:
         """Add or replace a pod."""
+        self.generation += 1
         pod = parsed.pod
         key = pod.key
         if key in self.tasks:
@@ -104,6 +110,7 @@ class Cache:
         self._charge(task)
 
     def delete_pod(self, key: str) -> None:
+        self.generation += 1
         task = self.tasks.pop(key, None)
         if task is None:
             return
@@ -164,6 +171,7 @@ class Cache:
     # ---------------------------------------------------------------- volcano objects
 
     def add_podgroup(self, spec: PodGroupSpec) -> None:
+        self.generation += 1
         uid = f"{spec.namespace}/{spec.name}"
         self.podgroups[uid] = spec
         job = self.jobs.get(uid)
@@ -184,24 +192,29 @@ class Cache:
                           for c in spec.conditions]
 
     def delete_podgroup(self, uid: str) -> None:
+        self.generation += 1
         self.podgroups.pop(uid, None)
         job = self.jobs.get(uid)
         if job is not None and not job.tasks:
             del self.jobs[uid]
 
     def add_queue(self, queue: Queue) -> None:
+        self.generation += 1
         self.queues[queue.name] = queue
 
     def delete_queue(self, name: str) -> None:
+        self.generation += 1
         self.queues.pop(name, None)
 
     def add_priority_class(self, pc: PriorityClass) -> None:
+        self.generation += 1
         self.priority_classes[pc.name] = pc
 
     # ---------------------------------------------------------------- decisions
 
     def bind(self, key: str, node_name: str) -> None:
         """A bind went through: the pod is on its node (Bound until it runs)."""
+        self.generation += 1
         task = self.tasks[key]
         self._uncharge(task)
         job = self.jobs.get(task.job_id)
@@ -213,6 +226,7 @@ class Cache:
         self._charge(task)
 
     def set_running(self, key: str) -> None:
+        self.generation += 1
         task = self.tasks.get(key)
         if task is None or task.status != S.BOUND:
             return
@@ -228,6 +242,7 @@ class Cache:
 
     def set_releasing(self, key: str) -> None:
         """An eviction was sent: the pod is terminating."""
+        self.generation += 1
         task = self.tasks.get(key)
         if task is None:
             return
@@ -243,6 +258,10 @@ class Cache:
         job = self.jobs.get(uid)
         if job is None:
             return
+        if job.phase == phase and len(job.conditions) == len(conditions) and all(
+                a.same_as(b) for a, b in zip(job.conditions, conditions, strict=True)):
+            return
+        self.generation += 1
         job.phase = phase
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
                           for c in conditions]
@@ -258,6 +277,12 @@ class Cache:
         if queue is None and name == self.default_queue:
             return Queue(name)
         return queue
+
+    def has_work(self) -> bool:
+        """Whether a session could decide anything: a PodGroup waits for admission or a
+        pod of ours waits for a node. (Without either, actions have nothing to do, and
+        the statuses a session writes only change when the cache does.)"""
+        return any(job.is_pending() or job.count(S.PENDING) for job in self.jobs.values())
 
     def snapshot(self) -> Snapshot:
         queues = dict(self.queues)

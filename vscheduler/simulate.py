@@ -157,6 +157,7 @@ class Simulation:
         self._bound: list[str] = []
         # seconds per phase of the last session: snapshot, open, each action, close
         self.timings: dict[str, float] = {}
+        self._settled = -1  # the cache's generation when the last session was applied
 
     def load(self, objects: list[tuple[str, dict]], problems: Iterable[Event] = ()) -> None:
         """Add objects; a malformed one is skipped with a Warning event naming it."""
@@ -193,6 +194,12 @@ class Simulation:
         self.report.sessions += 1
         number = self.report.sessions
         started = time.perf_counter()
+        if self.cache.generation == self._settled and not self.cache.has_work():
+            # Nothing changed since the last session and nothing waits: a session would
+            # decide nothing and write the statuses it wrote last time.
+            result = self._quiet_result()
+            self.timings = {"idle": time.perf_counter() - started}
+            return result
         snapshot = self.cache.snapshot()
         snapshot_seconds = time.perf_counter() - started
         session = Session(snapshot, self.conf, default_queue=self.default_queue,
@@ -214,6 +221,17 @@ class Simulation:
             cache.set_podgroup_status(uid, job.phase, job.conditions)
         for event in result.events:
             self.report.add_event(event)
+        self.report.last = result
+        self._settled = cache.generation
+        return result
+
+    def _quiet_result(self) -> SessionResult:
+        result = SessionResult()
+        last = self.report.last
+        if last is not None:
+            result.podgroups = last.podgroups
+            result.queues = last.queues
+            result.queue_cards = last.queue_cards
         self.report.last = result
         return result
 
