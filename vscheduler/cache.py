@@ -254,13 +254,14 @@ class Cache:
             task.status = S.RELEASING
         self._charge(task)
 
-    def set_podgroup_status(self, uid: str, phase: str, conditions: list[Condition]) -> None:
+    def set_podgroup_status(self, uid: str, phase: str, conditions: list[Condition]) -> bool:
+        """Take a PodGroup's new phase and conditions; whether they changed."""
         job = self.jobs.get(uid)
         if job is None:
-            return
+            return False
         if job.phase == phase and len(job.conditions) == len(conditions) and all(
                 a.same_as(b) for a, b in zip(job.conditions, conditions, strict=True)):
-            return
+            return False
         self.generation += 1
         job.phase = phase
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
@@ -269,6 +270,7 @@ class Cache:
         if spec is not None:
             spec.phase = phase
             spec.conditions = [c.as_dict() for c in conditions]
+        return True
 
     # ---------------------------------------------------------------- snapshot
 

@@ -8,7 +8,6 @@ confirms them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -17,7 +16,8 @@ import yaml
 from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
-from vscheduler.framework.session import Event, Eviction, Session, SessionResult
+from vscheduler.framework.session import Event, Eviction, SessionResult
+from vscheduler.model import Job, Task
 from vscheduler.objects import (
     PODGROUP_GROUPS,
     BadObject,
@@ -28,6 +28,7 @@ from vscheduler.objects import (
     parse_queue,
 )
 from vscheduler.resources import Resource
+from vscheduler.scheduler import Scheduler
 
 __all__ = ["Report", "Simulation", "load_manifests"]
 
@@ -138,6 +139,38 @@ class Report:
         }
 
 
+class _InMemory:
+    """Where simulate's decisions go: the cache already holds them; here they are
+    recorded for the report, and the world moves on from them between sessions."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.bound: list[str] = []
+        self.evicted: list[str] = []
+
+    def bind(self, task: Task, node: str) -> None:
+        self.report.binds[task.key] = node
+        self.bound.append(task.key)
+        self.emit(Event(f"Pod/{task.key}", "Normal", "Scheduled",
+                        f"Successfully assigned {task.key} to {node}"))
+
+    def evict(self, task: Task, eviction: Eviction) -> None:
+        self.report.evictions.append(eviction)
+        self.evicted.append(task.key)
+
+    def podgroup(self, job: Job) -> None:
+        pass  # the report reads the statuses from the last session's result
+
+    def queue(self, name: str, allocated: Resource) -> None:
+        pass
+
+    def pending(self, task: Task, reasons: list[str]) -> None:
+        pass
+
+    def emit(self, event: Event) -> None:
+        self.report.add_event(event)
+
+
 class Simulation:
     """A cluster in memory, fed from manifests, scheduled by real sessions."""
 
@@ -149,15 +182,19 @@ class Simulation:
                  default_queue: str = "default",
                  node_sampling: NodeSampling | None = None) -> None:
         self.conf = conf
-        self.node_sampling = node_sampling
-        self.default_queue = default_queue
         self.cache = Cache(scheduler_names, default_queue)
         self.report = Report()
-        self._evicted: list[str] = []
-        self._bound: list[str] = []
-        # seconds per phase of the last session: snapshot, open, each action, close
-        self.timings: dict[str, float] = {}
-        self._settled = -1  # the cache's generation when the last session was applied
+        self._world = _InMemory(self.report)
+        self.scheduler = Scheduler(self.cache, conf, binder=self._world,
+                                   evictor=self._world, status=self._world,
+                                   events=self._world, default_queue=default_queue,
+                                   node_sampling=node_sampling)
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Seconds per phase of the last session (snapshot, open, each action, close;
+        "idle" for one that had nothing to do)."""
+        return self.scheduler.timings
 
     def load(self, objects: list[tuple[str, dict]], problems: Iterable[Event] = ()) -> None:
         """Add objects; a malformed one is skipped with a Warning event naming it."""
@@ -192,56 +229,26 @@ class Simulation:
         """Let time pass, then run one session and apply its decisions."""
         self._advance()
         self.report.sessions += 1
-        number = self.report.sessions
-        started = time.perf_counter()
-        if self.cache.generation == self._settled and not self.cache.has_work():
-            # Nothing changed since the last session and nothing waits: a session would
-            # decide nothing and write the statuses it wrote last time.
-            result = self._quiet_result()
-            self.timings = {"idle": time.perf_counter() - started}
-            return result
-        snapshot = self.cache.snapshot()
-        snapshot_seconds = time.perf_counter() - started
-        session = Session(snapshot, self.conf, default_queue=self.default_queue,
-                          uid=f"session-{number}", node_sampling=self.node_sampling)
-        result = session.run()
-        self.timings = {"snapshot": snapshot_seconds, **session.timings}
-        cache = self.cache
-        for key, node in result.binds.items():
-            cache.bind(key, node)
-            self.report.binds[key] = node
-            self._bound.append(key)
-            result.events.append(Event(f"Pod/{key}", "Normal", "Scheduled",
-                                       f"Successfully assigned {key} to {node}"))
-        for eviction in result.evictions:
-            cache.set_releasing(eviction.task)
-            self._evicted.append(eviction.task)
-            self.report.evictions.append(eviction)
-        for uid, job in session.jobs.items():
-            cache.set_podgroup_status(uid, job.phase, job.conditions)
-        for event in result.events:
-            self.report.add_event(event)
-        self.report.last = result
-        self._settled = cache.generation
-        return result
-
-    def _quiet_result(self) -> SessionResult:
-        result = SessionResult()
-        last = self.report.last
-        if last is not None:
-            result.podgroups = last.podgroups
-            result.queues = last.queues
-            result.queue_cards = last.queue_cards
+        result = self.scheduler.run_once()
+        if result is None:
+            # Nothing to do: the state is the last session's, with nothing decided.
+            result = SessionResult()
+            if self.report.last is not None:
+                result.podgroups = self.report.last.podgroups
+                result.queues = self.report.last.queues
+                result.queue_cards = self.report.last.queue_cards
         self.report.last = result
         return result
 
     def _advance(self) -> None:
-        for key in self._bound:
+        """Bound pods start running; evicted pods terminate and are gone."""
+        world = self._world
+        for key in world.bound:
             self.cache.set_running(key)
-        for key in self._evicted:
+        for key in world.evicted:
             self.cache.delete_pod(key)
-        self._bound.clear()
-        self._evicted.clear()
+        world.bound.clear()
+        world.evicted.clear()
 
     def run(self, sessions: int = 1) -> Report:
         for _ in range(sessions):

@@ -1,0 +1,127 @@
+"""One scheduling cycle over a cache, and where its decisions go.
+
+The same `Scheduler` runs in `vscheduler simulate` and in the daemon; only the four
+small receivers of its decisions differ: a binder, an evictor, a status writer and an
+event sink (in memory for simulate; the Kubernetes API for the daemon). The cache takes
+each decision at once (a bound pod is on its node for the next session, an evicted one
+is terminating), as Volcano's cache assumes them; the receivers make them real, and a
+receiver that fails puts the cache back (see the daemon).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from vscheduler.cache import Cache
+from vscheduler.conf import SchedulerConf
+from vscheduler.framework.placement import NodeSampling
+from vscheduler.framework.session import Event, Eviction, Session, SessionResult
+from vscheduler.model import Job, Task
+from vscheduler.quantity import QuantityError
+from vscheduler.resources import Resource
+
+__all__ = ["Binder", "EventSink", "Evictor", "Scheduler", "StatusWriter"]
+
+
+class Binder(Protocol):
+    def bind(self, task: Task, node: str) -> None:
+        """Bind the pod of `task` to `node`."""
+
+
+class Evictor(Protocol):
+    def evict(self, task: Task, eviction: Eviction) -> None:
+        """Evict the pod of `task` (with its grace period), for `eviction.preemptor`."""
+
+
+class StatusWriter(Protocol):
+    def podgroup(self, job: Job) -> None:
+        """Write a PodGroup's phase and conditions (called when they changed)."""
+
+    def queue(self, name: str, allocated: Resource) -> None:
+        """Write a queue's `status.allocated` (called when it changed)."""
+
+    def pending(self, task: Task, reasons: list[str]) -> None:
+        """Say why a pod still waits (its PodScheduled=False condition)."""
+
+
+class EventSink(Protocol):
+    def emit(self, event: Event) -> None:
+        """Record a Kubernetes Event."""
+
+
+class Scheduler:
+    """Runs sessions over `cache` with `conf` (replaceable between cycles)."""
+
+    def __init__(self, cache: Cache, conf: SchedulerConf, *, binder: Binder,
+                 evictor: Evictor, status: StatusWriter, events: EventSink,
+                 default_queue: str = "default",
+                 node_sampling: NodeSampling | None = None) -> None:
+        self.cache = cache
+        self.conf = conf
+        self.binder = binder
+        self.evictor = evictor
+        self.status = status
+        self.events = events
+        self.default_queue = default_queue
+        self.node_sampling = node_sampling
+        self.sessions = 0
+        # seconds per phase of the last cycle: snapshot, open, each action, close (or
+        # "idle" for a cycle that had nothing to do)
+        self.timings: dict[str, float] = {}
+        self._settled = -1  # the cache's generation when the last session was applied
+        self._queues: dict[str, Resource] = {}
+
+    def run_once(self) -> SessionResult | None:
+        """One cycle; None when nothing changed since the last session and nothing
+        waits (a session would decide nothing and write what it wrote last time)."""
+        self.sessions += 1
+        started = time.perf_counter()
+        cache = self.cache
+        if cache.generation == self._settled and not cache.has_work():
+            self.timings = {"idle": time.perf_counter() - started}
+            return None
+        snapshot = cache.snapshot()
+        snapshot_seconds = time.perf_counter() - started
+        session = Session(snapshot, self.conf, default_queue=self.default_queue,
+                          uid=f"session-{self.sessions}", node_sampling=self.node_sampling)
+        result = session.run()
+        self.timings = {"snapshot": snapshot_seconds, **session.timings}
+        self._apply(session, result)
+        self._settled = cache.generation
+        return result
+
+    def _apply(self, session: Session, result: SessionResult) -> None:
+        cache = self.cache
+        for key, node in result.binds.items():
+            cache.bind(key, node)
+            self.binder.bind(cache.tasks[key], node)
+        for eviction in result.evictions:
+            cache.set_releasing(eviction.task)
+            self.evictor.evict(cache.tasks[eviction.task], eviction)
+        for uid, job in session.jobs.items():
+            if cache.set_podgroup_status(uid, job.phase, job.conditions) and not job.bare:
+                self.status.podgroup(job)
+        for name, allocated in result.queues.items():
+            if not allocated.equal(self._written_queue(name)):
+                self._queues[name] = allocated
+                self.status.queue(name, allocated)
+        for key, reasons in result.pending.items():
+            task = cache.tasks.get(key)
+            if task is not None:
+                self.status.pending(task, reasons)
+        for event in result.events:
+            self.events.emit(event)
+
+    def _written_queue(self, name: str) -> Resource:
+        """What the queue's status says it has allocated (as last written, or as the
+        object came; unreadable counts as nothing)."""
+        written = self._queues.get(name)
+        if written is None:
+            queue = self.cache.queues.get(name)
+            try:
+                written = Resource.from_k8s(queue.status_allocated if queue else None)
+            except QuantityError:
+                written = Resource()
+            self._queues[name] = written
+        return written
