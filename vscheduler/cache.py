@@ -210,6 +210,10 @@ class Cache:
         self.generation += 1
         self.priority_classes[pc.name] = pc
 
+    def delete_priority_class(self, name: str) -> None:
+        self.generation += 1
+        self.priority_classes.pop(name, None)
+
     # ---------------------------------------------------------------- decisions
 
     def bind(self, key: str, node_name: str) -> None:
