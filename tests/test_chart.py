@@ -1,0 +1,558 @@
+"""The Helm chart in charts/vscheduler: rendered with Helm's own engine (helm-python-sdk,
+Helm as a library, no helm binary and no cluster), every manifest validated against the
+Kubernetes OpenAPI schemas that kubernetes-validate ships, and the content that matters
+checked: RBAC verbs, daemon flags, the conf, replicas and leader election, the CRDs."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "charts" / "vscheduler"
+RELEASE = "vs"
+NAMESPACE = "vscheduler-system"
+
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion; also the oldest schema
+# kubernetes-validate ships) and the newest schema it ships.
+KUBE_VERSIONS = ("1.25", kubernetes_validate.latest_version())
+# Kinds defined by CRDs of other projects: no schema in kubernetes-validate. Each is
+# checked by hand below instead.
+FOREIGN_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "no-leader-election": {"leaderElect": False},
+    "service-monitor": {"serviceMonitor": {"enabled": True}},
+    "crds": {"crds": {"install": True}},
+    "everything-on": {"crds": {"install": True}, "serviceMonitor": {"enabled": True},
+                      "rbac": {"coschedulingPodGroups": True}, "restartOnConfChange": True,
+                      "podAntiAffinity": "hard", "replicas": 3},
+    "everything-off": {"leaderElect": False, "enableMetrics": False,
+                       "enableHealthz": False, "podAntiAffinity": "none",
+                       "priorityClassName": "", "rbac": {"create": False},
+                       "serviceAccount": {"create": False, "name": "existing"}},
+}
+
+# The ClusterRole the brief allows, as (apiGroup, resource, verb).
+CLUSTER_GRANTS = {
+    *(("", "pods", verb) for verb in ("get", "list", "watch", "delete")),
+    *(("", "pods/status", verb) for verb in ("patch", "update")),
+    ("", "pods/binding", "create"),
+    *(("", "nodes", verb) for verb in ("get", "list", "watch")),
+    *((group, "events", verb) for group in ("", "events.k8s.io")
+      for verb in ("create", "patch")),
+    *(("scheduling.k8s.io", "priorityclasses", verb) for verb in ("get", "list", "watch")),
+    *(("scheduling.volcano.sh", kind, verb) for kind in ("podgroups", "queues")
+      for verb in ("get", "list", "watch")),
+    *(("scheduling.volcano.sh", f"{kind}/status", verb) for kind in ("podgroups", "queues")
+      for verb in ("update", "patch")),
+}
+LEASE_GRANTS = {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+@pytest.fixture(scope="module")
+def chart() -> Iterator[helm.Chart]:
+    with helm.Chart.load(CHART) as loaded:
+        yield loaded
+
+
+def render(chart: helm.Chart, values: dict[str, Any] | None = None) -> dict[str, str]:
+    """Template path -> rendered text, as `helm template` would print it."""
+    return chart.render(copy.deepcopy(values or {}), name=RELEASE, namespace=NAMESPACE)
+
+
+def manifests(chart: helm.Chart, values: dict[str, Any] | None = None) -> list[dict]:
+    objects = []
+    for path, text in sorted(render(chart, values).items()):
+        if path.endswith(".yaml"):
+            objects.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return objects
+
+
+def only(objects: list[dict], kind: str) -> dict:
+    found = [obj for obj in objects if obj["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, got {len(found)}"
+    return found[0]
+
+
+def kinds(objects: list[dict]) -> list[str]:
+    return sorted(obj["kind"] for obj in objects)
+
+
+def container(objects: list[dict]) -> dict:
+    containers = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def flags(objects: list[dict]) -> dict[str, list[str]]:
+    """--flag=value arguments as flag -> values (a repeated flag has several)."""
+    parsed: dict[str, list[str]] = {}
+    for arg in container(objects)["args"]:
+        assert arg.startswith("--") and "=" in arg, f"not --flag=value: {arg!r}"
+        flag, value = arg.split("=", 1)
+        parsed.setdefault(flag, []).append(value)
+    return parsed
+
+
+def grants(role: dict) -> set[tuple[str, str, str]]:
+    return {(group, resource, verb) for rule in role["rules"]
+            for group in rule["apiGroups"] for resource in rule["resources"]
+            for verb in rule["verbs"]}
+
+
+# --------------------------------------------------------------------------- validity
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_manifest_validates_against_the_kubernetes_schemas(
+        chart: helm.Chart, scenario: str) -> None:
+    objects = manifests(chart, SCENARIOS[scenario])
+    assert objects
+    for obj in objects:
+        name = f"{scenario}: {obj['kind']}/{obj['metadata']['name']}"
+        if (obj["apiVersion"], obj["kind"]) in FOREIGN_KINDS:
+            continue  # no schema shipped; test_service_monitor checks it
+        for version in KUBE_VERSIONS:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                path = ".".join(str(part) for part in err.path)
+                pytest.fail(f"{name} invalid for Kubernetes {version} at {path}: {err.message}")
+            except kubernetes_validate.SchemaNotFoundError as err:
+                pytest.fail(f"{name}: {err.message}")
+        if obj["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in obj["metadata"], name
+        else:
+            assert obj["metadata"]["namespace"] == NAMESPACE, name
+        assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE, name
+
+
+def test_the_validator_does_reject_a_bad_manifest(chart: helm.Chart) -> None:
+    """Guards the test above: strict validation catches a misspelt field."""
+    deployment = only(manifests(chart), "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBE_VERSIONS[0], strict=True)
+
+
+def test_default_objects(chart: helm.Chart) -> None:
+    assert kinds(manifests(chart)) == [
+        "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
+        "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_helm_lint_finds_nothing(scenario: str) -> None:
+    report = helm.lint(CHART, copy.deepcopy(SCENARIOS[scenario]), strict=True,
+                       namespace=NAMESPACE, kube_version=f"v{KUBE_VERSIONS[0]}.0")
+    assert report["errors"] == []
+    # Severity 1 is information ("icon is recommended"); warnings and errors fail.
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_values_schema_rejects_mistakes(chart: helm.Chart) -> None:
+    for bad in ({"schedulePeriod": "3 seconds"}, {"leaderElect": "yes"},
+                {"replicas": "two"}, {"schedulerNames": []}, {"listenAddress": "8080"},
+                {"podAntiAffinity": "sometimes"}, {"leaderElection": {"leaseDuration": 15}},
+                {"leaderElct": False}):
+        with pytest.raises(helm.HelmValuesError):
+            render(chart, bad)
+
+
+# --------------------------------------------------------------------------- RBAC
+
+
+def test_cluster_role_grants_exactly_what_the_scheduler_needs(chart: helm.Chart) -> None:
+    objects = manifests(chart)
+    role = only(objects, "ClusterRole")
+    for rule in role["rules"]:
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[field], rule
+        assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+    assert grants(role) == CLUSTER_GRANTS
+    binding = only(objects, "ClusterRoleBinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                  "kind": "ClusterRole", "name": role["metadata"]["name"]}
+    account = only(objects, "ServiceAccount")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "namespace": NAMESPACE,
+                                    "name": account["metadata"]["name"]}]
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
+
+
+def test_leases_are_a_namespaced_role(chart: helm.Chart) -> None:
+    objects = manifests(chart)
+    role = only(objects, "Role")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert grants(role) == LEASE_GRANTS
+    binding = only(objects, "RoleBinding")
+    assert binding["roleRef"]["kind"] == "Role"
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert flags(objects)["--lock-object-namespace"] == [NAMESPACE]
+    # Without leader election there is no lease to hold.
+    assert "Role" not in kinds(manifests(chart, {"leaderElect": False}))
+
+
+def test_coscheduling_podgroups_are_opt_in(chart: helm.Chart) -> None:
+    role = only(manifests(chart, {"rbac": {"coschedulingPodGroups": True}}), "ClusterRole")
+    extra = grants(role) - CLUSTER_GRANTS
+    assert extra == {(group, resource, verb)
+                     for group in ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
+                     for resource, verbs in (("podgroups", ("get", "list", "watch")),
+                                             ("podgroups/status", ("update", "patch")))
+                     for verb in verbs}
+
+
+def test_rbac_off_renders_none(chart: helm.Chart) -> None:
+    objects = manifests(chart, SCENARIOS["everything-off"])
+    assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                "ServiceAccount"} & set(kinds(objects))
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "existing"
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+def test_default_flags(chart: helm.Chart) -> None:
+    objects = manifests(chart)
+    main = container(objects)
+    assert main["command"] == ["vscheduler", "run"]
+    assert flags(objects) == {
+        "--scheduler-conf": ["/etc/vscheduler/volcano-scheduler.conf"],
+        "--schedule-period": ["1s"],
+        "--scheduler-name": ["vscheduler"],
+        "--leader-elect": ["true"],
+        "--lock-object-namespace": [NAMESPACE],
+        "--leader-elect-lease-duration": ["15s"],
+        "--leader-elect-renew-deadline": ["10s"],
+        "--leader-elect-retry-period": ["2s"],
+        "--kube-api-qps": ["2000"],
+        "--kube-api-burst": ["2000"],
+        "--enable-metrics": ["true"],
+        "--enable-healthz": ["true"],
+        "--listen-address": [":8080"],
+        "--default-queue": ["default"],
+    }
+    assert main["image"] == "vscheduler:0.1.0"  # the tag defaults to appVersion
+
+
+def test_flags_follow_the_values(chart: helm.Chart) -> None:
+    objects = manifests(chart, {
+        "schedulePeriod": "3s", "schedulerNames": ["vscheduler", "volcano"],
+        "leaderElection": {"leaseDuration": "30s", "renewDeadline": "20s",
+                           "retryPeriod": "5s"},
+        "kubeApiQps": 500, "kubeApiBurst": 800, "enableMetrics": False,
+        "listenAddress": "0.0.0.0:9090", "defaultQueue": "batch",
+        "extraArgs": ["--percentage-nodes-to-find=50"],
+        "image": {"repository": "registry.example/vscheduler", "tag": "dev"}})
+    assert flags(objects) == {
+        "--scheduler-conf": ["/etc/vscheduler/volcano-scheduler.conf"],
+        "--schedule-period": ["3s"],
+        "--scheduler-name": ["vscheduler", "volcano"],
+        "--leader-elect": ["true"],
+        "--lock-object-namespace": [NAMESPACE],
+        "--leader-elect-lease-duration": ["30s"],
+        "--leader-elect-renew-deadline": ["20s"],
+        "--leader-elect-retry-period": ["5s"],
+        "--kube-api-qps": ["500"],
+        "--kube-api-burst": ["800"],
+        "--enable-metrics": ["false"],
+        "--enable-healthz": ["true"],
+        "--listen-address": ["0.0.0.0:9090"],
+        "--default-queue": ["batch"],
+        "--percentage-nodes-to-find": ["50"],
+    }
+    main = container(objects)
+    assert main["image"] == "registry.example/vscheduler:dev"
+    # The healthz server still listens, on the port of --listen-address.
+    assert main["ports"] == [{"name": "http-metrics", "containerPort": 9090, "protocol": "TCP"}]
+    assert "Service" not in kinds(objects)
+
+
+def test_probes_and_security(chart: helm.Chart) -> None:
+    objects = manifests(chart)
+    main = container(objects)
+    assert main["ports"] == [{"name": "http-metrics", "containerPort": 8080, "protocol": "TCP"}]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert main[probe]["httpGet"] == {"path": "/healthz", "port": "http-metrics"}
+    context = main["securityContext"]
+    assert context["runAsNonRoot"] is True
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert main["resources"]["requests"] and main["resources"]["limits"]["memory"]
+    # The conf directory is the ConfigMap, mounted whole; /tmp is writable.
+    mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["/etc/vscheduler"]]["configMap"]["name"] == \
+        only(objects, "ConfigMap")["metadata"]["name"]
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+
+    off = container(manifests(chart, {"enableHealthz": False}))
+    assert "livenessProbe" not in off and "readinessProbe" not in off
+
+
+# --------------------------------------------------------------------------- replicas
+
+
+def deployment_state(objects: list[dict]) -> tuple[int, str, str]:
+    spec = only(objects, "Deployment")["spec"]
+    strategy = spec.get("strategy", {}).get("type", "RollingUpdate")
+    return spec["replicas"], flags(objects)["--leader-elect"][0], strategy
+
+
+def test_replicas_and_leader_election(chart: helm.Chart) -> None:
+    """Choice: replicas empty means 2 with leader election, 1 without. A number is taken as
+    given, except more than one without leader election, which fails to render: two active
+    schedulers would bind the same pods. Without leader election the Deployment also
+    recreates instead of rolling, so an update never runs two schedulers at once."""
+    assert deployment_state(manifests(chart)) == (2, "true", "RollingUpdate")
+    assert deployment_state(manifests(chart, {"replicas": 3})) == (3, "true", "RollingUpdate")
+    assert deployment_state(manifests(chart, {"leaderElect": False})) == \
+        (1, "false", "Recreate")
+    assert deployment_state(manifests(chart, {"leaderElect": False, "replicas": 1})) == \
+        (1, "false", "Recreate")
+    assert deployment_state(manifests(chart, {"leaderElect": False, "replicas": 0})) == \
+        (0, "false", "Recreate")
+    with pytest.raises(helm.HelmRenderError, match="needs leaderElect=true"):
+        render(chart, {"leaderElect": False, "replicas": 2})
+    lone = flags(manifests(chart, {"leaderElect": False}))
+    assert not {"--lock-object-namespace", "--leader-elect-lease-duration"} & set(lone)
+
+
+def test_pod_disruption_budget_only_with_standbys(chart: helm.Chart) -> None:
+    budget = only(manifests(chart), "PodDisruptionBudget")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert "PodDisruptionBudget" not in kinds(manifests(chart, {"leaderElect": False}))
+    assert "PodDisruptionBudget" not in kinds(manifests(chart, {"replicas": 1}))
+
+
+def test_replicas_spread_over_nodes(chart: helm.Chart) -> None:
+    def affinity(values: dict[str, Any]) -> dict:
+        objects = manifests(chart, values)
+        return only(objects, "Deployment")["spec"]["template"]["spec"].get("affinity", {})
+
+    deployment = only(manifests(chart), "Deployment")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    soft = affinity({})["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert soft == [{"weight": 100, "podAffinityTerm": {
+        "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": selector}}}]
+    hard = affinity({"podAntiAffinity": "hard"})["podAntiAffinity"]
+    assert hard == {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": selector}}]}
+    assert affinity({"podAntiAffinity": "none"}) == {}
+    # A node affinity given is kept beside the spread; a pod anti-affinity given wins.
+    node = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "role", "operator": "In", "values": ["control"]}]}]}}}
+    mixed = affinity({"affinity": node})
+    assert mixed["nodeAffinity"] == node["nodeAffinity"] and "podAntiAffinity" in mixed
+    own = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
+    assert affinity({"affinity": own}) == own
+
+
+# --------------------------------------------------------------------------- conf
+
+
+def conf_of(objects: list[dict]) -> str:
+    data = only(objects, "ConfigMap")["data"]
+    assert list(data) == ["volcano-scheduler.conf"]
+    return data["volcano-scheduler.conf"]
+
+
+def test_default_conf_is_volcanos_default(chart: helm.Chart) -> None:
+    from vscheduler.conf import parse_conf
+
+    text = conf_of(manifests(chart))
+    assert text == chart.values["schedulerConf"]
+    expected = (ROOT / "conf" / "volcano-default.conf").read_text()
+    assert yaml.safe_load(text) == yaml.safe_load(expected)
+    conf = parse_conf(text, "chart default")
+    assert conf.action_names() == ["enqueue", "allocate", "backfill"]
+    assert conf.warnings == []
+
+
+def test_conf_is_the_values_conf_verbatim(chart: helm.Chart) -> None:
+    text = (ROOT / "conf" / "volcano-helm.conf").read_text()
+    assert conf_of(manifests(chart, {"schedulerConf": text})) == text
+    one_line = 'actions: "allocate"'  # no trailing newline, a quote inside
+    assert conf_of(manifests(chart, {"schedulerConf": one_line})) == one_line
+
+
+def test_conf_checksum_rolls_pods_only_when_asked(chart: helm.Chart) -> None:
+    def annotations(values: dict[str, Any]) -> dict:
+        template = only(manifests(chart, values), "Deployment")["spec"]["template"]
+        return template["metadata"].get("annotations", {})
+
+    assert "checksum/scheduler-conf" not in annotations({})
+    first = annotations({"restartOnConfChange": True})["checksum/scheduler-conf"]
+    second = annotations({"restartOnConfChange": True, "schedulerConf": 'actions: "allocate"'})
+    assert first != second["checksum/scheduler-conf"]
+
+
+def test_flags_parse_with_the_daemon_when_it_has_a_run_command(chart: helm.Chart) -> None:
+    """The chart's command line against the CLI's own parser, once `vscheduler run` exists."""
+    from vscheduler import cli
+
+    parser_of = getattr(cli, "_parser", None)
+    if parser_of is None:
+        pytest.skip("vscheduler.cli has no _parser() to check the flags with")
+    parser = parser_of()
+    commands = [action for action in parser._actions if action.dest == "command"]
+    if not commands or "run" not in commands[0].choices:
+        pytest.skip("vscheduler has no `run` command yet")
+    for values in ({}, {"leaderElect": False}):
+        main = container(manifests(chart, values))
+        parser.parse_args([*main["command"][1:], *main["args"]])
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_service_monitor(chart: helm.Chart) -> None:
+    assert "ServiceMonitor" not in kinds(manifests(chart))
+    objects = manifests(chart, {"serviceMonitor": {"enabled": True, "interval": "15s",
+                                                   "labels": {"release": "prom"}}})
+    monitor = only(objects, "ServiceMonitor")
+    service = only(objects, "Service")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert endpoint == {"port": "http-metrics", "path": "/metrics", "interval": "15s",
+                        "scrapeTimeout": "10s"}
+    [port] = service["spec"]["ports"]
+    assert port["name"] == "http-metrics" and port["targetPort"] == "http-metrics"
+    deployment = only(objects, "Deployment")
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    with pytest.raises(helm.HelmRenderError, match="needs enableMetrics"):
+        render(chart, {"serviceMonitor": {"enabled": True}, "enableMetrics": False})
+
+
+# --------------------------------------------------------------------------- CRDs
+
+
+def crd_schemas(chart: helm.Chart) -> dict[str, dict]:
+    objects = [o for o in manifests(chart, {"crds": {"install": True}})
+               if o["kind"] == "CustomResourceDefinition"]
+    return {crd["spec"]["names"]["kind"]: crd for crd in objects}
+
+
+def assert_structural(schema: dict, where: str) -> None:
+    """Kubernetes' structural schema rules, as far as these CRDs use them: every node has
+    a type (or is int-or-string / preserves unknown fields), anyOf only for int-or-string."""
+    if schema.get("x-kubernetes-int-or-string"):
+        assert schema.get("anyOf") == [{"type": "integer"}, {"type": "string"}], where
+        assert "type" not in schema, where
+    else:
+        assert "anyOf" not in schema, where
+        assert "type" in schema or schema.get("x-kubernetes-preserve-unknown-fields"), where
+    for name, sub in schema.get("properties", {}).items():
+        assert_structural(sub, f"{where}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            assert_structural(schema[key], f"{where}[{key}]")
+
+
+def test_crds(chart: helm.Chart) -> None:
+    assert "CustomResourceDefinition" not in kinds(manifests(chart))
+    crds = crd_schemas(chart)
+    assert set(crds) == {"Queue", "PodGroup"}
+    assert crds["Queue"]["metadata"]["name"] == "queues.scheduling.volcano.sh"
+    assert crds["Queue"]["spec"]["scope"] == "Cluster"
+    assert crds["PodGroup"]["metadata"]["name"] == "podgroups.scheduling.volcano.sh"
+    assert crds["PodGroup"]["spec"]["scope"] == "Namespaced"
+    fields = {
+        "Queue": ({"weight", "capability", "deserved", "guarantee", "reclaimable", "priority",
+                   "parent"}, {"state", "allocated"}),
+        "PodGroup": ({"minMember", "minTaskMember", "minResources", "queue",
+                      "priorityClassName", "scheduleTimeoutSeconds"},
+                     {"phase", "conditions", "running", "succeeded", "failed"}),
+    }
+    for kind, crd in crds.items():
+        assert crd["spec"]["group"] == "scheduling.volcano.sh"
+        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+        [version] = crd["spec"]["versions"]
+        assert version["name"] == "v1beta1" and version["served"] and version["storage"]
+        assert version["subresources"] == {"status": {}}
+        schema = version["schema"]["openAPIV3Schema"]
+        assert_structural(schema, kind)
+        spec, status = schema["properties"]["spec"], schema["properties"]["status"]
+        assert set(spec["properties"]) == fields[kind][0]
+        assert set(status["properties"]) == fields[kind][1]
+        # Fields vscheduler does not read (Volcano's others) are kept, not pruned.
+        assert spec["x-kubernetes-preserve-unknown-fields"] is True
+        assert status["x-kubernetes-preserve-unknown-fields"] is True
+    guarantee = crds["Queue"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+        "properties"]["spec"]["properties"]["guarantee"]
+    assert set(guarantee["properties"]) == {"resource"}
+    # crds.keep false: uninstalling the release deletes the CRDs (and every object).
+    unkept = manifests(chart, {"crds": {"install": True, "keep": False}})
+    assert all("annotations" not in obj["metadata"] for obj in unkept
+               if obj["kind"] == "CustomResourceDefinition")
+
+
+def example_objects(kind: str) -> list[dict]:
+    found = []
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if (doc and doc.get("kind") == kind
+                    and doc.get("apiVersion") == "scheduling.volcano.sh/v1beta1"):
+                found.append(doc)
+    return found
+
+
+@pytest.mark.parametrize("kind", ["Queue", "PodGroup"])
+def test_crd_schemas_accept_the_examples_and_reject_nonsense(
+        chart: helm.Chart, kind: str) -> None:
+    schema = crd_schemas(chart)[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    validator = jsonschema.Draft7Validator(schema)
+    examples = example_objects(kind)
+    assert examples, f"no {kind} in examples/"
+    for obj in examples:
+        errors = [e.message for e in validator.iter_errors(obj)]
+        assert errors == [], f"{kind}/{obj['metadata']['name']}: {errors}"
+    bad = {
+        "Queue": [{"spec": {"weight": "three"}}, {"spec": {"capability": {"cpu": "lots"}}},
+                  {"spec": {"reclaimable": "yes"}}, {"spec": {"guarantee": {"resource": []}}},
+                  {"status": {"allocated": {"nvidia.com/gpu": "2 cards"}}}],
+        "PodGroup": [{"spec": {"minMember": -1}}, {"spec": {"minTaskMember": {"ps": "one"}}},
+                     {"spec": {"minResources": {"memory": "1 GB"}}},
+                     {"status": {"conditions": [{"type": 1}]}}, {"status": {"running": "2"}}],
+    }[kind]
+    base = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": kind,
+            "metadata": {"name": "x"}}
+    for fields in bad:
+        assert not validator.is_valid({**base, **fields}), fields
+
+
+# --------------------------------------------------------------------------- notes
+
+
+def test_notes_tell_how_to_use_the_scheduler(chart: helm.Chart) -> None:
+    notes = render(chart)["vscheduler/templates/NOTES.txt"]
+    assert "schedulerName: vscheduler" in notes
+    assert NAMESPACE in notes
+    custom = render(chart, {"schedulerNames": ["batch", "vscheduler"]})
+    assert "schedulerName: batch" in custom["vscheduler/templates/NOTES.txt"]
