@@ -1,7 +1,7 @@
 """backfill: place best-effort tasks (pods without requests) that allocate left.
 
 They need no queue room (allocate skips the tasks of an overused queue; backfill does
-not ask), only a pod slot and the plugins' predicates. Jobs are taken in queue order
+not ask), only an open queue, a pod slot and the plugins' predicates. Jobs are taken in queue order
 then job order, a job's tasks in task order, all of a job's tasks in one statement:
 committed if the job is then ready, so a gang of best-effort pods is placed whole too.
 """
@@ -24,11 +24,14 @@ class Backfill(Action):
     arguments = (Argument("predicateErrorCacheEnable", bool, True, "as for allocate"),)
 
     def execute(self, session: Session) -> None:
+        queues = session.queues
+        # A job allocate left only pipelined holds allocations it has not committed:
+        # its readiness is allocate's to decide, not backfill's.
         jobs = [job for job in session.jobs.values()
-                if not job.is_pending() and session.job_valid(job) is None
+                if not job.is_pending() and queues[job.queue].is_open()
+                and not job.count(S.ALLOCATED) and session.job_valid(job) is None
                 and any(t.best_effort and not t.scheduling_gated
                         for t in job.tasks_in(S.PENDING))]
-        queues = session.queues
 
         def order(left: Job, right: Job) -> int:
             if left.queue != right.queue:

@@ -5,10 +5,12 @@ evict other jobs' pods of the same queue), then within each job (a pending task 
 evict a lower-priority task of its own job). Victims must be Bound or Running,
 preemptable, offered by plugins (`preemptable`: e.g. priority offers only lower
 priority), and a best-effort task never evicts one that is not. Nodes are scored and
-tried best first; on a node, victims go in eviction order until the task fits its
-resources, its queue's `allocatable` check and every predicate, gangs kept whole
-(see `vscheduler.framework.eviction`). The task is pipelined onto what is released; a
-job's evictions are committed only if the job is then pipelined.
+tried best first; on a node, victims go in eviction order until the task's resources
+fit, gangs kept whole (see `vscheduler.framework.eviction`); then the queue's
+`allocatable` check and every predicate must pass, or the node is given up (Volcano goes
+on evicting until they pass: a host port held by a victim it has not reached yet, say).
+The task is pipelined onto what is released; a job's evictions are committed only if
+the job is then pipelined.
 """
 
 from __future__ import annotations

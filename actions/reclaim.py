@@ -118,6 +118,8 @@ class Reclaim(Action):
                                   gang_safe, whole_job)
             if plan is None:
                 continue
-            if evict_and_pipeline(session, statement, task, node, plan, "reclaim"):
+            if evict_and_pipeline(session, statement, task, node, plan, "reclaim",
+                                  check=lambda node=node: session.predicate(task, node)
+                                  is None):
                 return True
         return False

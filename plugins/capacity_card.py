@@ -60,6 +60,7 @@ tasks only), as the seed's code does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 from vscheduler.cards import (
@@ -112,6 +113,8 @@ _NOTHING: dict[str, str] = {}
 
 def _number(value: float) -> str:
     """A number as the events print it: 4000, 1.5."""
+    if not math.isfinite(value):
+        return str(value)
     if abs(value - round(value)) < 1e-6:
         return str(round(value))
     return f"{value:.3f}".rstrip("0").rstrip(".")

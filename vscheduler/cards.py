@@ -28,6 +28,7 @@ are 5000.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 
@@ -240,7 +241,7 @@ def parse_card_counts(text: str, where: str, alternatives: bool = False) -> dict
             raise CardError(f"{where}: {key!r}: a quota names one card, not alternatives")
         if isinstance(count, bool) or not isinstance(count, int | float) or count != count:
             raise CardError(f"{where}: {key!r}: expected a number of cards, got {count!r}")
-        if count < 0 or count == float("inf"):
+        if count < 0 or not math.isfinite(float(count) * MILLI):
             raise CardError(f"{where}: {key!r}: the number of cards must be 0 or more, "
                             f"got {count!r}")
         name = join_alternatives(names)

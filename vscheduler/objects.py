@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from vscheduler.matching import NODE_NAME_FIELD
@@ -111,12 +111,16 @@ def _timestamp(meta: dict) -> float | None:
     raw = meta.get("creationTimestamp")
     if raw is None:
         return None
-    if isinstance(raw, datetime):
-        return raw.timestamp()
-    try:
-        return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise BadObject(f"metadata.creationTimestamp: not a timestamp: {raw!r}") from None
+    if not isinstance(raw, datetime):
+        try:
+            raw = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+        except ValueError:
+            raise BadObject(f"metadata.creationTimestamp: not a timestamp: {raw!r}") from None
+    # A time without a zone is UTC, as the API server writes it: never the local zone
+    # of the machine that reads it (that would change decisions from one to another).
+    if raw.tzinfo is None:
+        raw = raw.replace(tzinfo=UTC)
+    return raw.timestamp()
 
 
 def metadata(obj: dict) -> tuple[str, str, dict]:

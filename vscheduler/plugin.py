@@ -17,6 +17,7 @@ scheduler does not have.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -38,6 +39,21 @@ class Quantity:
 
 _TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                dict: "a map", list: "a list", Quantity: "a quantity"}
+
+
+def _number(raw: Any) -> float | None:
+    """A finite number, written as a YAML number or a string (YAML 1.1 reads `1e3` as
+    a string); None otherwise."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = float(raw)
+        except ValueError:
+            return None
+    if isinstance(raw, int | float) and math.isfinite(raw):
+        return float(raw)
+    return None
 
 
 class Argument:
@@ -66,8 +82,9 @@ class Argument:
             if isinstance(raw, int) and not isinstance(raw, bool):
                 return raw
         elif kind is float:
-            if isinstance(raw, int | float) and not isinstance(raw, bool):
-                return float(raw)
+            number = _number(raw)
+            if number is not None:
+                return number
         elif kind is str:
             if isinstance(raw, str):
                 return raw

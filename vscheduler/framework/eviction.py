@@ -95,9 +95,12 @@ def plan_evictions(
         if _fits(need, available):
             break
         job = jobs[victim.job_id]
-        # (A task taking the place of a task of its own job leaves the job no smaller.)
+        # Breaking a gang leaves it with some tasks but fewer than its minimum; taking
+        # its last one evicts it whole. (A task taking the place of a task of its own
+        # job leaves the job no smaller.)
+        remaining = job.ready_task_num() - taken.get(job.uid, 0) - 1
         if (gang_safe and victim.job_id != preemptor.job_id
-                and job.ready_task_num() - taken.get(job.uid, 0) - 1 < job.min_available):
+                and 0 < remaining < job.min_available):
             breakers.append(victim)
             continue
         chosen.append(victim)

@@ -529,7 +529,8 @@ class Session:
         if job.count(S.RUNNING) > 0 and unschedulable:
             return "Unknown"
         if not job.tasks:
-            return job.phase
+            # Its pods are gone (evicted, deleted): it runs no more, and waits again.
+            return "Pending" if job.phase in ("Running", "Unknown") else job.phase
         scheduled = job.count(SCHEDULED_STATUSES) + sum(
             1 for t in job.tasks_in(S.RELEASING) if t.node_name)
         if scheduled >= job.min_available and scheduled > 0:

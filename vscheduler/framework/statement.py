@@ -23,15 +23,16 @@ _EVICT, _PIPELINE, _ALLOCATE = "evict", "pipeline", "allocate"
 
 
 class Operation:
-    __slots__ = ("kind", "node", "preemptor", "reason", "task")
+    __slots__ = ("kind", "node", "preemptor", "previous", "reason", "task")
 
     def __init__(self, kind: str, task: Task, node: Node, reason: str = "",
-                 preemptor: Task | None = None) -> None:
+                 preemptor: Task | None = None, previous: Status = S.RUNNING) -> None:
         self.kind = kind
         self.task = task
         self.node = node
         self.reason = reason
         self.preemptor = preemptor
+        self.previous = previous  # an evicted task's status before
 
 
 class Statement:
@@ -57,10 +58,11 @@ class Statement:
         `preemptor`."""
         session = self.session
         node = session.nodes[task.node_name]
+        previous = task.status
         session.jobs[task.job_id].update_task_status(task, S.RELEASING)
         node.update_task(task)
         session.deallocate_event(task)
-        self.operations.append(Operation(_EVICT, task, node, reason, preemptor))
+        self.operations.append(Operation(_EVICT, task, node, reason, preemptor, previous))
 
     def _place(self, task: Task, node: Node, status: Status, kind: str) -> str | None:
         if task.status != S.PENDING:
@@ -85,10 +87,11 @@ class Statement:
         task.node_name = ""
         task.eviction_occurred = False
 
-    def _unevict(self, task: Task, node: Node) -> None:
+    def _unevict(self, task: Task, node: Node, previous: Status) -> None:
         session = self.session
-        # Volcano returns a task whose eviction is undone to Running, whatever it was.
-        session.jobs[task.job_id].update_task_status(task, S.RUNNING)
+        # Back to the status it had (Volcano makes it Running, whatever it was: a Bound
+        # pod would then look Running to a later reclaim in the same session).
+        session.jobs[task.job_id].update_task_status(task, previous)
         node.update_task(task)
         session.allocate_event(task)
 
@@ -98,7 +101,7 @@ class Statement:
         for op in reversed(self.operations):
             op.task.last_transaction = (op.task.status, op.node.name)
             if op.kind == _EVICT:
-                self._unevict(op.task, op.node)
+                self._unevict(op.task, op.node, op.previous)
             else:
                 self._unplace(op.task, op.node)
         self.operations.clear()
