@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vscheduler.framework.eviction import (
+    GANG_SAFE,
     could_fit,
     evict_and_pipeline,
     plan_evictions,
@@ -27,18 +28,16 @@ from vscheduler.framework.eviction import (
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
 from vscheduler.framework.statement import Statement
-from vscheduler.model import Job, Node, Queue, Task, TaskStatus
+from vscheduler.model import PREEMPTABLE_STATUSES, Job, Node, Queue, Task, TaskStatus
 from vscheduler.plugin import Action, Argument
 
 S = TaskStatus
-PREEMPTABLE = S.BOUND | S.RUNNING
 
 
 class Preempt(Action):
     name = "preempt"
     arguments = (
-        Argument("gangSafeEviction", bool, True,
-                 "evict a gang whole or not at all, never below its minMember"),
+        GANG_SAFE,
         Argument("predicateErrorCacheEnable", bool, True, "accepted, as for allocate"),
     )
 
@@ -105,7 +104,7 @@ class Preempt(Action):
         gang_safe = self.args.get("gangSafeEviction", True)
 
         def eligible(victim: Task) -> bool:
-            return (bool(victim.status & PREEMPTABLE) and victim.preemptable
+            return (bool(victim.status & PREEMPTABLE_STATUSES) and victim.preemptable
                     and not (task.best_effort and not victim.best_effort) and belongs(victim))
 
         def whole_job(victim_job: Job) -> list[Task] | None:
@@ -126,8 +125,10 @@ class Preempt(Action):
             victims = session.preemptable(task, candidates)
             if not victims or not could_fit(task, node, victims):
                 continue
-            plan = plan_evictions(session, task, node, victim_order(session, victims, task),
-                                  gang_safe, whole_job)
+            # Plugins keep the candidates' (eviction) order, or are put back in it.
+            position = {t.key: i for i, t in enumerate(candidates)}
+            victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
+            plan = plan_evictions(session, task, node, victims, gang_safe, whole_job)
             if plan is None:
                 continue
             if evict_and_pipeline(session, statement, task, node, plan, "preempt",

@@ -14,6 +14,7 @@ victims are gone. A job's evictions are committed only if the job is then pipeli
 from __future__ import annotations
 
 from vscheduler.framework.eviction import (
+    GANG_SAFE,
     could_fit,
     evict_and_pipeline,
     plan_evictions,
@@ -27,8 +28,6 @@ from vscheduler.model import Job, Queue, Task, TaskStatus
 from vscheduler.plugin import Action, Argument
 
 S = TaskStatus
-GANG_SAFE = Argument("gangSafeEviction", bool, True,
-                     "evict a gang whole or not at all, never below its minMember")
 
 
 class Reclaim(Action):
@@ -114,8 +113,10 @@ class Reclaim(Action):
             victims = session.reclaimable(task, candidates)
             if not victims or not could_fit(task, node, victims):
                 continue
-            plan = plan_evictions(session, task, node, victim_order(session, victims, task),
-                                  gang_safe, whole_job)
+            # Plugins keep the candidates' (eviction) order, or are put back in it.
+            position = {t.key: i for i, t in enumerate(candidates)}
+            victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
+            plan = plan_evictions(session, task, node, victims, gang_safe, whole_job)
             if plan is None:
                 continue
             if evict_and_pipeline(session, statement, task, node, plan, "reclaim",

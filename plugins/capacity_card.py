@@ -22,9 +22,8 @@ Verdicts:
   its first minMember pods ask for) plus the queue's allocated and inqueue, less its
   elastic, fits the capability. A request for `A|B` is measured against the sum of the
   quotas of A and B (different pods may land on different cards). Refusals are Warning
-  events on the PodGroup (on the Pod for a pod without a group). (The enqueue action
-  asks plugins only about jobs with `minResources`, as Volcano does: its controller
-  always sets them);
+  events on the PodGroup (on the Pod for a pod without a group). The enqueue action asks
+  about every job, so a card request alone is checked;
 - allocatable / preemptive: the queue is Open and its allocation plus the task fits its
   capability on cpu, memory and the card (for `A|B`, on one of them at least);
   refusals are Warning events on the Pod, with the numbers;
@@ -646,8 +645,9 @@ class CapacityCardPlugin(Plugin):
     @hookimpl
     def task_signature(self, task: Task) -> Hashable:
         """What `predicate` and `node_order` read besides the node: the card resource
-        and the cards the pod accepts, and which of its candidate cards the queue still
-        has room for (that changes as the queue's tasks are placed)."""
+        and the cards the pod accepts, the queue (its refusals name it), and which of
+        its candidate cards the queue still has room for (that changes as the queue's
+        tasks are placed)."""
         cards = self._tasks.get(task.uid) or self._task(task)
         if cards.resource is None or cards.unfit is not None:
             return (cards.resource, cards.unfit)
@@ -659,7 +659,7 @@ class CapacityCardPlugin(Plugin):
         room = tuple(card for card in options
                      if allocated.get(card, 0.0) + cards.amount - capability.get(card, 0.0)
                      < MIN_RESOURCE)
-        return (cards.resource, cards.accepted, cards.amount, room)
+        return (cards.resource, cards.accepted, cards.amount, attr.name, room)
 
     def _unlisted(self, card: str) -> Unfit:
         """The refusal of a node whose card the pod does not accept (built once)."""

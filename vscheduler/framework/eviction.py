@@ -21,14 +21,19 @@ from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
 from vscheduler.model import Job, Node, Task, TaskStatus
+from vscheduler.plugin import Argument
 from vscheduler.resources import Resource
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
-__all__ = ["could_fit", "evict_and_pipeline", "plan_evictions", "victim_order",
+__all__ = ["GANG_SAFE", "could_fit", "evict_and_pipeline", "plan_evictions", "victim_order",
            "whole_job_of"]
+
+# The argument of reclaim and preempt that turns gang-safe eviction off.
+GANG_SAFE = Argument("gangSafeEviction", bool, True,
+                     "evict a gang whole or not at all, never below its minMember")
 
 S = TaskStatus
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,8 @@ from vscheduler.resources import PODS, Resource
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["OFF", "NodeSampling", "insufficient_reason", "predicate_nodes", "select_best_node"]
+__all__ = ["OFF", "NodeSampling", "insufficient", "insufficient_reason", "predicate_nodes",
+           "select_best_node"]
 
 
 def insufficient_reason(name: str) -> str:
@@ -46,7 +48,8 @@ OFF = NodeSampling(percentage=100)
 _INSUFFICIENT: dict[str, Unfit] = {}
 
 
-def _insufficient(name: str) -> Unfit:
+def insufficient(name: str) -> Unfit:
+    """The refusal of a node that lacks resource `name` (one object per resource)."""
     unfit = _INSUFFICIENT.get(name)
     if unfit is None:
         unfit = _INSUFFICIENT[name] = Unfit(insufficient_reason(name), resolvable=True)
@@ -84,7 +87,7 @@ def predicate_nodes(
         if resource_check is not None:
             lacking = resource_check(node, req)
             if lacking is not None:
-                unfit = _insufficient(lacking)
+                unfit = insufficient(lacking)
                 errors.set(node.name, unfit)
                 if known_failures is not None:
                     known_failures[node.name] = unfit
@@ -114,6 +117,8 @@ def select_best_node(session: Session, task: Task, nodes: list[Node]) -> Node:
     best_score = float("-inf")
     for node in nodes:
         score = node_order(task, node) + batch.get(node.name, 0.0)
+        if not math.isfinite(score):
+            score = 0.0  # a plugin's NaN or infinity would break the order
         if score > best_score:
             best, best_score = node, score
     return best

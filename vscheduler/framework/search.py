@@ -19,13 +19,14 @@ change with them); such tasks are searched afresh each time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from vscheduler.fit import NodeFitErrors, Unfit
-from vscheduler.framework.placement import insufficient_reason
+from vscheduler.fit import NodeFitErrors
+from vscheduler.framework.placement import insufficient
 from vscheduler.model import Node, Task
 from vscheduler.resources import Resource
 
@@ -39,7 +40,8 @@ Key = tuple[int, float, int]
 
 
 class _Entry:
-    __slots__ = ("errors", "feasible", "key_of", "position", "sampled", "shared", "task")
+    __slots__ = ("errors", "feasible", "judged", "key_of", "position", "sampled", "shared",
+                 "task")
 
     def __init__(self, task: Task) -> None:
         self.task = task  # the task the verdicts were computed for (same signature)
@@ -48,6 +50,7 @@ class _Entry:
         self.key_of: dict[str, Key] = {}
         self.errors = NodeFitErrors()
         self.sampled: set[str] = set()
+        self.judged: set[str] = set()  # candidates a batch scorer was asked about
         self.position = 0  # how much of the session's change log has been seen
 
 
@@ -65,7 +68,6 @@ class NodeSearch:
         self.fits_now = fits_now
         self.index = {node.name: i for i, node in enumerate(session.node_list)}
         self.entries: dict[Hashable, _Entry] = {}
-        self.unfit: dict[str, Unfit] = {}
 
     def best(self, task: Task) -> tuple[Node | None, NodeFitErrors] | None:
         """The best node for `task` (None if no node fits) and why the others do not;
@@ -78,16 +80,12 @@ class NodeSearch:
         if entry is None:
             entry = self.entries[signature] = _Entry(task)
             self._sample(entry)
-            if session.has_batch_node_order:
-                # Scores normalised over the candidates change with them; the same score
-                # for every node changes no choice.
-                batch = session.batch_node_order(
-                    task, [session.node_list[key[2]] for key in entry.feasible])
-                entry.shared = len(set(batch.values())) <= 1
         elif entry.shared:
             self._refresh(entry)
             if not entry.feasible and len(entry.sampled) < len(session.node_list):
                 self._sample(entry)
+        if entry.shared and session.has_batch_node_order:
+            self._check_batch(entry)
         if not entry.shared:
             return None
         if not entry.feasible:
@@ -118,11 +116,25 @@ class NodeSearch:
             session.node_offset = (start + tried) % count
         entry.position = len(session.node_changes)
 
+    def _check_batch(self, entry: _Entry) -> None:
+        """Stop sharing the entry once a batch scorer tells its candidates apart (its
+        scores are normalised over them, so they change with them). If every node ever
+        a candidate scored the same, so does any set of them: only new candidates call
+        for a new look."""
+        if entry.judged.issuperset(entry.key_of):
+            return
+        nodes = self.session.node_list
+        batch = self.session.batch_node_order(
+            entry.task, [nodes[key[2]] for key in entry.feasible])
+        entry.judged.update(entry.key_of)
+        if len(set(batch.values())) > 1:
+            entry.shared = False
+
     def _refresh(self, entry: _Entry) -> None:
         changes = self.session.node_changes
         if entry.position == len(changes):
             return
-        dirty = set(changes[entry.position:])
+        dirty = dict.fromkeys(changes[entry.position:])  # in the order they changed
         entry.position = len(changes)
         nodes = self.session.nodes
         for name in dirty:
@@ -140,11 +152,7 @@ class NodeSearch:
         task = entry.task
         lacking = self.fits_future(node, task.resreq)
         if lacking is not None:
-            unfit = self.unfit.get(lacking)
-            if unfit is None:
-                unfit = self.unfit[lacking] = Unfit(insufficient_reason(lacking),
-                                                    resolvable=True)
-            entry.errors.set(node.name, unfit)
+            entry.errors.set(node.name, insufficient(lacking))
             return False
         unfit = session.predicate(task, node)
         if unfit is not None:
@@ -152,6 +160,8 @@ class NodeSearch:
             return False
         gradient = 0 if self.fits_now(node, task.resreq) is None else 1
         score = session.node_order(task, node) if session.has_node_order else 0.0
+        if not math.isfinite(score):
+            score = 0.0  # a plugin's NaN or infinity would break the order
         key = (gradient, -score, self.index[node.name])
         entry.key_of[node.name] = key
         entry.feasible.add(key)
