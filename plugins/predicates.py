@@ -67,9 +67,6 @@ _AFFINITY = Unfit(REASON_AFFINITY)
 _PORTS = Unfit(REASON_PORTS, resolvable=True)
 
 
-
-
-
 def taint_reason(taint: Taint) -> str:
     """kube-scheduler's words for an untolerated taint."""
     return f"node(s) had untolerated taint {{{taint[0]}: {taint[1]}}}"

@@ -179,7 +179,6 @@ class Cache:
             job = Job(spec.namespace, spec.name, self.default_queue)
             self.jobs[uid] = job
         job.queue = spec.queue or self.default_queue
-        job.queue_from_spec = spec.queue
         job.min_available = spec.min_member
         job.min_task_member = spec.min_task_member
         job.min_resources = spec.min_resources

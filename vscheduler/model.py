@@ -10,6 +10,7 @@ a group, scheduled as a job of one), a *queue* is a Volcano Queue.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -79,6 +80,18 @@ SCHEDULED_STATUSES = S.RUNNING | S.BOUND | S.SUCCEEDED | S.FAILED
 _EMPTY: dict[str, str] = {}  # shared, never mutated
 
 
+_TRAILING_INDEX = re.compile(r"^[^-]+(?:-[^-]*)+-([0-9]+)$")
+
+
+def pod_index(name: str) -> int | None:
+    """The integer after a pod name's last '-', if the name has three parts or more
+    (`job-worker-3`): tasks of a job are placed in the order of their indexes."""
+    if name.count("-") < 2:
+        return None
+    match = _TRAILING_INDEX.match(name)
+    return int(match.group(1)) if match else None
+
+
 class PriorityClass:
     __slots__ = ("global_default", "name", "value")
 
@@ -95,6 +108,7 @@ class Pod:
         "annotations",
         "creation",
         "host_ports",
+        "index",
         "key",
         "labels",
         "name",
@@ -119,6 +133,7 @@ class Pod:
         self.namespace: str = fields["namespace"]
         self.name: str = fields["name"]
         self.key: str = fields.get("key") or f"{self.namespace}/{self.name}"
+        self.index = pod_index(self.name)
         self.scheduler_name: str = fields.get("scheduler_name", "")
         self.annotations: dict[str, str] = fields.get("annotations") or _EMPTY
         self.labels: dict[str, str] = fields.get("labels") or _EMPTY
@@ -187,6 +202,8 @@ class Task:
         self.priority = priority
         self.preemptable = preemptable
         self.role = role
+        # Pipelined onto resources its own evictions free: the daemon nominates the node
+        # for the pod (status.nominatedNodeName), as Volcano does.
         self.eviction_occurred = False
         # (status, node) when a statement holding this task was discarded: what the
         # session had tried for it, used to explain why it is still pending.
@@ -257,7 +274,6 @@ class Job:
         "conditions",
         "creation",
         "fit_errors",
-        "job_fit_error",
         "min_available",
         "min_resources",
         "min_task_member",
@@ -268,9 +284,7 @@ class Job:
         "priority",
         "priority_class_name",
         "queue",
-        "queue_from_spec",
         "tasks",
-        "total_request",
         "uid",
     )
 
@@ -294,7 +308,6 @@ class Job:
         self.namespace = namespace
         self.name = name
         self.queue = queue
-        self.queue_from_spec = queue
         self.min_available = min_available
         self.min_task_member = min_task_member or {}
         self.min_resources = min_resources
@@ -309,16 +322,13 @@ class Job:
         self.tasks: dict[str, Task] = {}
         self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
-        self.total_request = Resource()
         self.fit_errors: dict[str, NodeFitErrors] = {}
-        self.job_fit_error = ""
 
     # ---------------------------------------------------------------- tasks
 
     def add_task(self, task: Task) -> None:
         self.tasks[task.uid] = task
         self._by_status.setdefault(task.status, {})[task.uid] = task
-        self.total_request.add(task.resreq)
         if task.status & ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
 
@@ -327,7 +337,6 @@ class Job:
         if stored is None:
             return
         self._by_status.get(stored.status, {}).pop(stored.uid, None)
-        self.total_request.sub(stored.resreq)
         if stored.status & ALLOCATED_STATUSES:
             self.allocated.sub(stored.resreq)
 
@@ -457,8 +466,6 @@ class Job:
         if pending:
             message += "; Pending: " + ", ".join(
                 sorted(f"{n} {reason}" for reason, n in pending.items()))
-        if self.job_fit_error:
-            return f"{message}. Origin reason is: {self.job_fit_error}"
         for uid in sorted(self.fit_errors, key=lambda u: self.tasks[u].key if u in self.tasks
                           else u):
             task = self.tasks.get(uid)
@@ -477,9 +484,9 @@ class Job:
 
     def clone(self) -> Job:
         job = Job.__new__(Job)
-        for slot in ("uid", "namespace", "name", "queue", "queue_from_spec", "min_available",
+        for slot in ("uid", "namespace", "name", "queue", "min_available",
                      "min_task_member", "min_resources", "priority_class_name", "priority",
-                     "phase", "creation", "preemptable", "annotations", "bare", "job_fit_error"):
+                     "phase", "creation", "preemptable", "annotations", "bare"):
             setattr(job, slot, getattr(self, slot))
         job.conditions = [
             Condition(c.type, c.status, c.reason, c.message, c.transition_id)
@@ -488,7 +495,6 @@ class Job:
         job.tasks = {}
         job._by_status = {}
         job.allocated = Resource()
-        job.total_request = Resource()
         job.fit_errors = {}
         for task in self.tasks.values():
             job.add_task(task.clone())

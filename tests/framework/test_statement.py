@@ -260,18 +260,6 @@ def test_merge_moves_operations() -> None:
     assert a["a-0"].status == a["a-1"].status == S.PENDING
 
 
-def test_has_evictions() -> None:
-    session, _ = open_session()
-    stmt = session.statement()
-    stmt.allocate(tasks_of(session, "a")["a-0"], session.nodes["n2"])
-    assert not stmt.has_evictions()
-    stmt.evict(tasks_of(session, "r")["r-0"], "reclaim")
-    assert stmt.has_evictions()
-
-
-# --------------------------------------------------------------------------- refusals
-
-
 def test_refused_allocate_event_rolls_the_placement_back() -> None:
     session, recorder = open_session()
     recorder.refuse.add("a-1")

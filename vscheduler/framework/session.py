@@ -10,7 +10,6 @@ no dispatch through pluggy or a dict per call.
 from __future__ import annotations
 
 import itertools
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -89,18 +88,6 @@ class SessionResult:
         # queue -> card name -> cards allocated (whole units), from a card-aware plugin
         self.queue_cards: dict[str, dict[str, float]] = {}
         self.events: list[Event] = []
-
-
-_TRAILING_INDEX = re.compile(r"^[^-]+(?:-[^-]*)+-([0-9]+)$")
-
-
-def _pod_index(name: str) -> int | None:
-    """The integer after a pod name's last '-', if the name has three parts or more
-    (`job-worker-3`), which orders a job's tasks as their indexes."""
-    if name.count("-") < 2:
-        return None
-    match = _TRAILING_INDEX.match(name)
-    return int(match.group(1)) if match else None
 
 
 def _first_nonzero(fns: list[Callable[..., int]]) -> Callable[..., int]:
@@ -253,7 +240,7 @@ class Session:
         result = self._task_order(left, right)
         if result:
             return result
-        li, ri = _pod_index(left.pod.name), _pod_index(right.pod.name)
+        li, ri = left.pod.index, right.pod.index
         if li is not None and ri is not None and li != ri:
             return -1 if li < ri else 1
         if left.pod.creation != right.pod.creation:

@@ -120,6 +120,3 @@ class Statement:
     def merge(self, other: Statement) -> None:
         self.operations.extend(other.operations)
         other.operations.clear()
-
-    def has_evictions(self) -> bool:
-        return any(op.kind == _EVICT for op in self.operations)
