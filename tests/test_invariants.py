@@ -81,10 +81,14 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
                               pods=str(draw(st.sampled_from([3, 10, 110]))),
                               labels={"zone": draw(st.sampled_from(["a", "b"]))},
                               taints=taints, **extra))
-    # Pods of another scheduler already running.
+    # Pods of another scheduler already running, some terminating (their resources
+    # are being released: tasks may be pipelined onto them).
     for i in range(draw(st.integers(0, 3))):
-        objects.append(b.pod(f"other-{i}", cpu="1", memory="1Gi", scheduler="default-scheduler",
-                             node_name=f"n{draw(st.integers(0, node_count - 1))}"))
+        other = b.pod(f"other-{i}", cpu="1", memory="1Gi", scheduler="default-scheduler",
+                      node_name=f"n{draw(st.integers(0, node_count - 1))}")
+        if draw(st.booleans()):
+            other["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        objects.append(other)
     # Jobs of ours already running (victims for reclaim and preempt), where they fit.
     for j in range(draw(st.integers(0, 3))):
         size = draw(st.integers(1, 3))
@@ -125,6 +129,13 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
             if cpu is None:
                 for obj in group[1:]:
                     obj["spec"]["containers"][0]["resources"] = {}
+            # Roles: a role's tasks that fail predicates stop the others of that role.
+            for obj in group[1:]:
+                if draw(st.integers(0, 2)) == 0:
+                    obj["metadata"]["annotations"]["volcano.sh/task-spec"] = draw(
+                        st.sampled_from(["worker", "ps"]))
+                if draw(st.integers(0, 5)) == 0:  # one member much bigger than the rest
+                    obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
             if draw(st.booleans()):
                 group[0]["spec"]["minResources"] = {"cpu": str(min_member)}
             objects.extend(group)
