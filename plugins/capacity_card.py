@@ -645,9 +645,10 @@ class CapacityCardPlugin(Plugin):
     @hookimpl
     def task_signature(self, task: Task) -> Hashable:
         """What `predicate` and `node_order` read besides the node: the card resource
-        and the cards the pod accepts, the queue (its refusals name it), and which of
-        its candidate cards the queue still has room for (that changes as the queue's
-        tasks are placed)."""
+        and the cards the pod accepts, and which of its candidate cards its queue still
+        has room for (that changes as the queue's tasks are placed). Not the queue
+        itself: pods of queues with the same room share searches (the refusals say "the
+        pod's queue"; the pod's own event names it)."""
         cards = self._tasks.get(task.uid) or self._task(task)
         if cards.resource is None or cards.unfit is not None:
             return (cards.resource, cards.unfit)
@@ -659,7 +660,7 @@ class CapacityCardPlugin(Plugin):
         room = tuple(card for card in options
                      if allocated.get(card, 0.0) + cards.amount - capability.get(card, 0.0)
                      < MIN_RESOURCE)
-        return (cards.resource, cards.accepted, cards.amount, attr.name, room)
+        return (cards.resource, cards.accepted, cards.amount, room)
 
     def _unlisted(self, card: str) -> Unfit:
         """The refusal of a node whose card the pod does not accept (built once)."""
@@ -676,7 +677,7 @@ class CapacityCardPlugin(Plugin):
         unfit = attr.quota_unfit.get(card)
         if unfit is None:
             unfit = attr.quota_unfit[card] = Unfit(
-                f"node(s) had card {card}, whose quota in queue {attr.name} is used up")
+                f"node(s) had card {card}, whose quota in the pod's queue is used up")
         return unfit
 
     @hookimpl

@@ -190,7 +190,7 @@ def test_a_pod_without_a_card_name_is_charged_the_card_of_its_node():
     assert plugin.allocatable(session.queues["q"], task) is None
     refused = plugin.predicate(task, session.nodes["h200-1"])
     assert refused is not None and refused.reasons == (
-        "node(s) had card NVIDIA-H200, whose quota in queue q is used up",)
+        "node(s) had card NVIDIA-H200, whose quota in the pod's queue is used up",)
     assert plugin.predicate(task, session.nodes["h20-1"]) is None
     report = simulate(objects, CONF)
     assert report["binds"] == {"default/p": "h20-1"}

@@ -41,7 +41,7 @@ Key = tuple[int, float, int]
 
 class _Entry:
     __slots__ = ("errors", "feasible", "judged", "key_of", "position", "sampled", "shared",
-                 "task")
+                 "task", "unjudged")
 
     def __init__(self, task: Task) -> None:
         self.task = task  # the task the verdicts were computed for (same signature)
@@ -51,6 +51,7 @@ class _Entry:
         self.errors = NodeFitErrors()
         self.sampled: set[str] = set()
         self.judged: set[str] = set()  # candidates a batch scorer was asked about
+        self.unjudged = False  # a candidate joined that it was not asked about
         self.position = 0  # how much of the session's change log has been seen
 
 
@@ -121,8 +122,9 @@ class NodeSearch:
         scores are normalised over them, so they change with them). If every node ever
         a candidate scored the same, so does any set of them: only new candidates call
         for a new look."""
-        if entry.judged.issuperset(entry.key_of):
+        if not entry.unjudged:
             return
+        entry.unjudged = False
         nodes = self.session.node_list
         batch = self.session.batch_node_order(
             entry.task, [nodes[key[2]] for key in entry.feasible])
@@ -165,4 +167,6 @@ class NodeSearch:
         key = (gradient, -score, self.index[node.name])
         entry.key_of[node.name] = key
         entry.feasible.add(key)
+        if node.name not in entry.judged:
+            entry.unjudged = True
         return True
