@@ -1,0 +1,90 @@
+"""List-and-watch against the API server stand-in, with the official client."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.apiserver import FakeApiServer, wait_for
+from tests.builders import node, pod, podgroup, queue
+from vscheduler.cache import Cache
+from vscheduler.kube.apply import apply_event
+from vscheduler.kube.reflector import Reflector
+
+
+class Fed:
+    """A cache fed by reflectors (events applied under a lock, as the loop will)."""
+
+    def __init__(self) -> None:
+        self.cache = Cache()
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, str, str]] = []
+
+    def sink(self, kind: str, event_type: str, obj: dict) -> None:
+        with self.lock:
+            self.events.append((kind, event_type, obj["metadata"]["name"]))
+            apply_event(self.cache, kind, event_type, obj)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    with FakeApiServer(bookmark_interval=0.1) as srv:
+        yield srv
+
+
+@pytest.fixture
+def fed(server: FakeApiServer) -> Iterator[tuple[Fed, list[Reflector]]]:
+    api = client.ApiClient(client.Configuration(host=server.url))
+    fed = Fed()
+    stop = threading.Event()
+    reflectors = [Reflector(api, kind, fed.sink, stop, watch_timeout=5,
+                            backoff=(0.05, 0.2))
+                  for kind in ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")]
+    threads = [threading.Thread(target=r.run, daemon=True) for r in reflectors]
+    for thread in threads:
+        thread.start()
+    yield fed, reflectors
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=5)
+    api.close()
+
+
+def test_lists_then_follows_changes(server: FakeApiServer, fed):
+    cache_of, reflectors = fed
+    server.create_all([node("n1", cpu="4"), queue("q"), podgroup("g", 1, queue="q")])
+    wait_for(lambda: all(r.synced.is_set() for r in reflectors))
+    wait_for(lambda: "n1" in cache_of.cache.nodes and "default/g" in cache_of.cache.jobs)
+    server.create_all([pod("g-0", cpu="1", group="g")])
+    wait_for(lambda: "default/g-0" in cache_of.cache.tasks)
+    bound = pod("g-0", cpu="1", group="g", node_name="n1")
+    server.update(bound)
+    wait_for(lambda: cache_of.cache.tasks["default/g-0"].node_name == "n1")
+    assert cache_of.cache.nodes["n1"].idle.cpu == 3000
+    server.delete("Pod", "default", "g-0")
+    wait_for(lambda: "default/g-0" not in cache_of.cache.tasks)
+
+
+def test_a_gone_resource_version_lists_again_and_drops_what_vanished(server, fed):
+    cache_of, reflectors = fed
+    server.create_all([node("n1"), node("n2")])
+    wait_for(lambda: {"n1", "n2"} <= set(cache_of.cache.nodes))
+    nodes = next(r for r in reflectors if r.kind == "Node")
+    lists = nodes.lists
+    server.expire_history("Node")
+    server.delete("Node", None, "n2")
+    wait_for(lambda: nodes.lists > lists and "n2" not in cache_of.cache.nodes)
+    assert "n1" in cache_of.cache.nodes
+
+
+def test_the_api_server_away_for_a_while(server, fed):
+    cache_of, _ = fed
+    server.create_all([node("n1")])
+    wait_for(lambda: "n1" in cache_of.cache.nodes)
+    server.go_down()
+    server.come_back()
+    server.create_all([node("n2")])
+    wait_for(lambda: "n2" in cache_of.cache.nodes, timeout=10)

@@ -1,0 +1,140 @@
+"""List-and-watch of one kind, as client-go's reflector does it.
+
+A `Reflector` lists the kind (raw JSON: the client's model objects cost many times a
+plain `json.loads`, and the cache keeps its own objects), hands every item on as ADDED,
+then watches from the list's resourceVersion, with bookmarks. When the API server says
+the resourceVersion is too old (410 Gone) it lists again, and hands on DELETED for what
+disappeared in between. Errors and a server that is away are retried with exponential
+backoff. Events go to `sink(kind, type, object)`, called from the reflector's thread:
+the daemon queues them for the scheduling loop, the only writer of the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from vscheduler.kube.apply import KINDS
+
+__all__ = ["Gone", "Reflector"]
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[str, str, dict], None]
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old: list again."""
+
+
+def _path(kind: str) -> str:
+    group, version, plural, _ = KINDS[kind]
+    prefix = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    return f"{prefix}/{plural}"
+
+
+def _key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+class Reflector:
+    def __init__(self, api: ApiClient, kind: str, sink: Sink, stop: threading.Event, *,
+                 watch_timeout: int = 300, backoff: tuple[float, float] = (0.2, 30.0)
+                 ) -> None:
+        self.api = api
+        self.kind = kind
+        self.path = _path(kind)
+        self.sink = sink
+        self.stop = stop
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff
+        self.known: set[str] = set()  # keys of the objects handed on and not deleted
+        self.resource_version = ""
+        self.synced = threading.Event()  # set once the first list went through
+        self.lists = 0
+
+    def run(self) -> None:
+        """List and watch until `stop` is set."""
+        delay = self.backoff[0]
+        while not self.stop.is_set():
+            try:
+                self._list()
+                while not self.stop.is_set():
+                    self._watch()
+                    delay = self.backoff[0]
+            except Gone:
+                log.info("%s: resourceVersion %s is gone, listing again", self.kind,
+                         self.resource_version)
+                continue
+            except ApiException as err:
+                if err.status == 410:
+                    continue
+                log.warning("%s: %s; retrying in %.1fs", self.kind, err.reason, delay)
+                self.stop.wait(delay)
+                delay = min(delay * 2, self.backoff[1])
+            except Exception as err:  # the API server away, a broken stream
+                log.warning("%s: %s; retrying in %.1fs", self.kind, err, delay)
+                self.stop.wait(delay)
+                delay = min(delay * 2, self.backoff[1])
+
+    def _request(self, query: list[tuple[str, Any]], timeout: float | None) -> Any:
+        return self.api.call_api(
+            self.path, "GET", query_params=query, _preload_content=False,
+            _request_timeout=timeout, auth_settings=["BearerToken"])
+
+    def _list(self) -> None:
+        response = self._request([], 60)
+        data = json.loads(response.data)
+        self.lists += 1
+        seen = set()
+        for item in data.get("items") or []:
+            seen.add(_key(item))
+            self.sink(self.kind, "ADDED", item)
+        for gone in sorted(self.known - seen):
+            namespace, name = gone.split("/", 1)
+            self.sink(self.kind, "DELETED",
+                      {"metadata": {"namespace": namespace or None, "name": name}})
+        self.known = seen
+        self.resource_version = str((data.get("metadata") or {}).get("resourceVersion", ""))
+        self.synced.set()
+
+    def _watch(self) -> None:
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", self.watch_timeout)]
+        if self.resource_version:
+            query.append(("resourceVersion", self.resource_version))
+        response = self._request(query, self.watch_timeout + 30)
+        try:
+            for line in iter_resp_lines(response):
+                if self.stop.is_set():
+                    return
+                if line:
+                    self._event(json.loads(line))
+        finally:
+            response.release_conn()
+
+    def _event(self, event: dict) -> None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone()
+            raise RuntimeError(f"watch error: {obj.get('message') or obj}")
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self.resource_version = str(version)
+        if kind == "BOOKMARK":
+            return
+        key = _key(obj)
+        if kind == "DELETED":
+            self.known.discard(key)
+        else:
+            self.known.add(key)
+        self.sink(self.kind, str(kind), obj)
