@@ -228,6 +228,20 @@ class Cache:
         task.node_name = node_name
         self._charge(task)
 
+    def unbind(self, key: str) -> None:
+        """A bind the API server refused: the pod waits again."""
+        self.generation += 1
+        task = self.tasks.get(key)
+        if task is None or task.status not in (S.BOUND, S.BINDING):
+            return
+        self._uncharge(task)
+        job = self.jobs.get(task.job_id)
+        if job is not None:
+            job.update_task_status(task, S.PENDING)
+        else:
+            task.status = S.PENDING
+        task.node_name = ""
+
     def set_running(self, key: str) -> None:
         self.generation += 1
         task = self.tasks.get(key)

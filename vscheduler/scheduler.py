@@ -103,7 +103,8 @@ class Scheduler:
             if cache.set_podgroup_status(uid, job.phase, job.conditions) and not job.bare:
                 self.status.podgroup(job)
         for name, allocated in result.queues.items():
-            if not allocated.equal(self._written_queue(name)):
+            # (A default queue that exists only in memory has no status to write.)
+            if name in cache.queues and not allocated.equal(self._written_queue(name)):
                 self._queues[name] = allocated
                 self.status.queue(name, allocated)
         for key, reasons in result.pending.items():

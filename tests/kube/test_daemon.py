@@ -1,0 +1,82 @@
+"""The daemon against the API server stand-in: watches in, Bindings out."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.apiserver import FakeApiServer, wait_for
+from tests.builders import gang, node, pod
+from vscheduler.kube.daemon import Daemon
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    with FakeApiServer(bookmark_interval=0.1) as srv:
+        yield srv
+
+
+@pytest.fixture
+def daemon(server: FakeApiServer, tmp_path) -> Iterator[Daemon]:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    api = client.ApiClient(client.Configuration(host=server.url))
+    daemon = Daemon(api, str(conf), period=0.05)
+    for reflector in daemon.reflectors:
+        reflector.watch_timeout = 5
+        reflector.backoff = (0.05, 0.2)
+    assert daemon.start_watches(synced_timeout=5)
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    yield daemon
+    daemon.stop.set()
+    thread.join(timeout=10)
+    api.close()
+
+
+def _bound(server: FakeApiServer) -> Counter:
+    return Counter(b.pod for b in server.bindings() if b.code == 201)
+
+
+def test_pending_pods_are_bound_and_other_schedulers_pods_only_count(server, daemon):
+    server.create_all([node("n1", cpu="4"),
+                       pod("theirs", cpu="3", scheduler="default-scheduler", node_name="n1"),
+                       pod("unplaced", cpu="1", scheduler="default-scheduler"),
+                       pod("small", cpu="1"), pod("big", cpu="2")])
+    wait_for(lambda: _bound(server)["small"] == 1)
+    # 3 of 4 CPUs are the other scheduler's: "big" does not fit and waits, with a reason.
+    wait_for(lambda: any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+                         for c in (server.get("Pod", "default", "big").get("status") or {})
+                         .get("conditions", [])))
+    assert "big" not in _bound(server) and "unplaced" not in _bound(server)
+    assert server.get("Pod", "default", "unplaced")["spec"].get("nodeName") is None
+    wait_for(lambda: any(e["reason"] == "Scheduled" and "default/small" in e["message"]
+                         for e in server.events()))
+
+
+def test_a_gang_that_cannot_fit_gets_a_condition_and_no_bind(server, daemon):
+    server.create_all([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
+    wait_for(lambda: any(c.get("type") == "Unschedulable"
+                         for c in (server.get("PodGroup", "default", "train").get("status")
+                                   or {}).get("conditions", [])))
+    assert not server.bindings()
+    wait_for(lambda: any(e["reason"] == "Unschedulable" for e in server.events()))
+
+
+def test_a_refused_bind_is_retried_and_no_pod_is_bound_twice(server, daemon):
+    server.fail("POST", r"/binding$", 500, times=2)
+    server.create_all([node("n1", cpu="8"), *gang("g", 3, cpu="1")])
+    wait_for(lambda: len(_bound(server)) == 3, timeout=10)
+    assert set(_bound(server).values()) == {1}
+    assert any(b.code == 500 for b in server.bindings())

@@ -1,0 +1,135 @@
+"""The daemon's loop: watches feed the cache, sessions decide, writers tell the cluster.
+
+Reflector threads put watch events on a queue; the loop is the only writer of the cache:
+every cycle it applies what arrived (a malformed object becomes a Warning event), puts
+back what the API server refused (a failed bind: the pod waits again), picks up a
+changed conf file (a bad one is reported and the last good one kept), and runs one
+scheduling cycle. Cycles do not overlap; the period counts from the end of one to the
+start of the next, as Volcano's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Sequence
+
+from kubernetes.client import ApiClient
+
+from vscheduler.cache import Cache
+from vscheduler.conf import ConfError, SchedulerConf, load_conf
+from vscheduler.framework.placement import NodeSampling
+from vscheduler.framework.session import Event
+from vscheduler.kube.apply import KINDS, apply_event
+from vscheduler.kube.reflector import Reflector
+from vscheduler.kube.writers import KubeWriter, RateLimiter
+from vscheduler.objects import BadObject
+from vscheduler.scheduler import Scheduler
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    def __init__(self, api: ApiClient, conf_path: str | None, *,
+                 scheduler_names: Sequence[str] = ("vscheduler",),
+                 default_queue: str = "default", period: float = 1.0, qps: float = 50.0,
+                 burst: int = 100, dry_run: bool = False,
+                 node_sampling: NodeSampling | None = None) -> None:
+        self.api = api
+        self.conf_path = conf_path
+        self.period = period
+        self.conf = load_conf(conf_path)  # a bad conf at start is the caller's error
+        self._conf_stamp = self._stamp()
+        self.cache = Cache(tuple(scheduler_names), default_queue)
+        self.writer = KubeWriter(api, RateLimiter(qps, burst),
+                                 scheduler_name=scheduler_names[0], dry_run=dry_run)
+        self.scheduler = Scheduler(self.cache, self.conf, binder=self.writer,
+                                   evictor=self.writer, status=self.writer,
+                                   events=self.writer, default_queue=default_queue,
+                                   node_sampling=node_sampling)
+        self.incoming: queue.Queue[tuple[str, str, dict]] = queue.Queue()
+        self.stop = threading.Event()
+        self.reflectors = [Reflector(api, kind, self._receive, self.stop) for kind in KINDS]
+        self._threads: list[threading.Thread] = []
+
+    # ---------------------------------------------------------------- feeding
+
+    def _receive(self, kind: str, event_type: str, obj: dict) -> None:
+        self.incoming.put((kind, event_type, obj))
+
+    def start_watches(self, synced_timeout: float = 60.0) -> bool:
+        """Start the reflectors; whether every kind was listed within the timeout."""
+        for reflector in self.reflectors:
+            thread = threading.Thread(target=reflector.run, name=f"watch-{reflector.kind}",
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return all(r.synced.wait(synced_timeout) for r in self.reflectors)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                kind, event_type, obj = self.incoming.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                apply_event(self.cache, kind, event_type, obj)
+            except BadObject as err:
+                meta = obj.get("metadata") or {}
+                where = "/".join(p for p in (kind, meta.get("namespace"), meta.get("name"))
+                                 if p)
+                self.writer.emit(Event(where, "Warning", "BadObject",
+                                       f"{where} skipped: {err}"))
+        while True:
+            try:
+                failure = self.writer.failures.get_nowait()
+            except queue.Empty:
+                break
+            if failure.action == "bind":
+                self.cache.unbind(failure.key)
+                self.writer.emit(Event(f"Pod/{failure.key}", "Warning", "FailedScheduling",
+                                       failure.message))
+            else:
+                log.warning("eviction of %s failed: %s", failure.key, failure.message)
+
+    # ---------------------------------------------------------------- conf
+
+    def _stamp(self) -> float | None:
+        try:
+            return os.stat(self.conf_path).st_mtime if self.conf_path else None
+        except OSError:
+            return None
+
+    def _reload(self) -> None:
+        stamp = self._stamp()
+        if stamp == self._conf_stamp:
+            return
+        self._conf_stamp = stamp
+        try:
+            conf: SchedulerConf = load_conf(self.conf_path)
+        except ConfError as err:
+            log.error("conf not reloaded, keeping the last good one: %s", err)
+            return
+        self.conf = self.scheduler.conf = conf
+        log.info("conf reloaded from %s", self.conf_path)
+
+    # ---------------------------------------------------------------- cycles
+
+    def run_once(self) -> None:
+        self._drain()
+        self._reload()
+        self.scheduler.run_once()
+
+    def run(self) -> None:
+        """Cycle until `stop` is set (SIGTERM sets it)."""
+        while not self.stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # a bug must not stop scheduling for good
+                log.exception("scheduling cycle failed")
+            self.stop.wait(self.period)
+        self.writer.close()
