@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 
@@ -78,6 +79,69 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _duration(text: str) -> float:
+    """A Go duration as Volcano's flags take them (`1s`, `500ms`, `1m30s`), in seconds."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 1s, 500ms)")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _flag(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+def _run(args: argparse.Namespace) -> int:
+    import signal
+
+    from kubernetes import client, config
+
+    from vscheduler.kube.daemon import Daemon
+
+    if args.leader_elect:
+        print("vscheduler: leader election is not implemented yet: run one replica with "
+              "--leader-elect=false", file=sys.stderr)
+        return EXIT_USAGE
+    if args.enable_metrics or args.enable_healthz:
+        print("vscheduler: warning: /metrics and /healthz are not served yet",
+              file=sys.stderr)
+    configuration = client.Configuration()
+    try:
+        if args.kubeconfig:
+            config.load_kube_config(args.kubeconfig, client_configuration=configuration)
+        else:
+            try:
+                config.load_incluster_config(client_configuration=configuration)
+            except config.ConfigException:
+                config.load_kube_config(client_configuration=configuration)
+    except Exception as err:
+        print(f"vscheduler: no cluster to talk to: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        daemon = Daemon(client.ApiClient(configuration), args.scheduler_conf,
+                        scheduler_names=tuple(args.scheduler_name or ["vscheduler"]),
+                        default_queue=args.default_queue, period=args.schedule_period,
+                        qps=args.kube_api_qps, burst=args.kube_api_burst,
+                        dry_run=args.dry_run, node_sampling=_sampling(args))
+    except ConfError as err:
+        print(f"vscheduler: bad conf: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    signal.signal(signal.SIGTERM, lambda *_: daemon.stop.set())
+    signal.signal(signal.SIGINT, lambda *_: daemon.stop.set())
+    daemon.start_watches()
+    daemon.run()
+    return 0
+
+
 def _plugins(args: argparse.Namespace) -> int:
     for title, group in (("actions", ACTIONS_GROUP), ("plugins", PLUGINS_GROUP)):
         print(f"{title}:")
@@ -131,6 +195,38 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--output", choices=("text", "json"), default="text")
     _add_sampling_flags(bench)
     bench.set_defaults(run=_bench)
+
+    run = commands.add_parser(
+        "run", help="schedule a cluster's pods (the daemon)",
+        description="Watch the cluster and schedule pods whose schedulerName is ours. Flags "
+                    "are named as Volcano's scheduler's.")
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, "
+                                          "then ~/.kube/config)")
+    run.add_argument("--scheduler-conf", help="volcano-scheduler.conf (default: Volcano's "
+                                              "default conf); reloaded when it changes")
+    run.add_argument("--schedule-period", type=_duration, default=1.0, metavar="DURATION",
+                     help="pause between sessions (default 1s)")
+    run.add_argument("--scheduler-name", action="append", metavar="NAME",
+                     help="pods with this schedulerName are ours (repeatable)")
+    run.add_argument("--default-queue", default="default", metavar="NAME")
+    run.add_argument("--leader-elect", type=_flag, nargs="?", const=True, default=False,
+                     metavar="BOOL", help="elect a leader on a Lease (not implemented yet)")
+    run.add_argument("--lock-object-namespace", default="volcano-system", metavar="NS")
+    for name, default in (("lease-duration", "15s"), ("renew-deadline", "10s"),
+                          ("retry-period", "2s")):
+        run.add_argument(f"--leader-elect-{name}", type=_duration, default=_duration(default),
+                         metavar="DURATION")
+    run.add_argument("--kube-api-qps", type=float, default=50.0, metavar="QPS")
+    run.add_argument("--kube-api-burst", type=int, default=100, metavar="N")
+    run.add_argument("--enable-metrics", type=_flag, nargs="?", const=True, default=False,
+                     metavar="BOOL")
+    run.add_argument("--enable-healthz", type=_flag, nargs="?", const=True, default=False,
+                     metavar="BOOL")
+    run.add_argument("--listen-address", default=":8080", metavar="ADDRESS")
+    run.add_argument("--dry-run", action="store_true",
+                     help="decide and report, write nothing to the cluster")
+    _add_sampling_flags(run)
+    run.set_defaults(run=_run)
 
     plugins = commands.add_parser("plugins", help="list installed actions and plugins")
     plugins.set_defaults(run=_plugins)

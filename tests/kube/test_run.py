@@ -1,0 +1,56 @@
+"""`vscheduler run` as a process: its flags, a kubeconfig, SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.apiserver import FakeApiServer, wait_for
+from tests.builders import node, pod
+from vscheduler.cli import _duration, main
+
+
+def test_durations_read_as_go_writes_them():
+    assert _duration("1s") == 1.0
+    assert _duration("500ms") == 0.5
+    assert _duration("1m30s") == 90.0
+    with pytest.raises(Exception, match="not a duration"):
+        _duration("soon")
+
+
+def test_leader_election_is_refused_until_it_exists(capsys):
+    assert main(["run", "--leader-elect=true"]) == 2
+    assert "leader election is not implemented yet" in capsys.readouterr().err
+
+
+def _kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "test",
+        "clusters": [{"name": "test", "cluster": {"server": url}}],
+        "users": [{"name": "test", "user": {}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}))
+    return path
+
+
+def test_run_binds_and_stops_on_sigterm(tmp_path: Path):
+    with FakeApiServer(bookmark_interval=0.1) as server:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", server.url)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "vscheduler.cli", "run", "--kubeconfig", str(kubeconfig),
+             "--leader-elect=false", "--schedule-period=100ms"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            server.create_all([node("n1", cpu="4"), pod("p", cpu="1")])
+            wait_for(lambda: [b for b in server.bindings() if b.code == 201], timeout=15)
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=15) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert [b.pod for b in server.bindings() if b.code == 201] == ["p"]
