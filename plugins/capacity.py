@@ -50,18 +50,16 @@ queue-allocation scheduling gate, which this scheduler does not have.
 from __future__ import annotations
 
 from vscheduler.framework.session import Session
-from vscheduler.hookspecs import Vote, hookimpl
-from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
+from vscheduler.hookspecs import hookimpl
+from vscheduler.model import Queue, Task, TaskStatus
 from vscheduler.plugin import Plugin
 from vscheduler.quota import (
-    admission,
+    QueueUsage,
     amount_text,
     capability_of,
-    inqueue_resource,
     quota_exceeded,
     real_capability,
     resource_text,
-    without_gated,
 )
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource, share
 
@@ -131,7 +129,7 @@ class QueueAttr:
 # --------------------------------------------------------------------------- plugin
 
 
-class CapacityPlugin(Plugin):
+class CapacityPlugin(QueueUsage, Plugin):
     name = "capacity"
 
     @hookimpl
@@ -150,35 +148,10 @@ class CapacityPlugin(Plugin):
             attr = self.queue_attrs.get(queue.name)
             if attr is None:
                 attr = self.queue_attrs[queue.name] = QueueAttr(queue, total, total_guarantee)
-            self._count_job(attr, job)
+            self.count_job(attr, job)
         for attr in self.queue_attrs.values():
             attr.update_share()
 
-    @staticmethod
-    def _count_job(attr: QueueAttr, job: Job) -> None:
-        for task in job.tasks.values():
-            if task.status & ALLOCATED_STATUSES:
-                attr.allocated.add(task.resreq)
-                attr.request.add(task.resreq)
-            elif task.status == S.PENDING:
-                attr.request.add(task.resreq)
-        if job.min_resources is not None:
-            if job.phase == "Inqueue":
-                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
-            elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
-                # A running job still owed part of its minimum keeps that part reserved;
-                # one that fell below minMember (tasks finished) reserves nothing.
-                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
-        # What a job holds beyond its minimum could be given back: it does not count
-        # against admitting others (all of it, for a job that states no minimum).
-        attr.elastic.add(job.allocated.exceeded_part(job.min_resources or Resource()))
-
-    def _attr_of(self, queue_name: str) -> QueueAttr | None:
-        return self.queue_attrs.get(queue_name)
-
-    def _task_attr(self, task: Task) -> QueueAttr | None:
-        job = self.session.jobs.get(task.job_id)
-        return self._attr_of(job.queue) if job is not None else None
 
     # ---------------------------------------------------------------- order
 
@@ -300,34 +273,3 @@ class CapacityPlugin(Plugin):
             if allocated.get(name) > deserved.get(name):
                 return True
         return False
-
-    # ---------------------------------------------------------------- enqueue
-
-    @hookimpl
-    def job_enqueueable(self, job: Job) -> Vote:
-        queue = self.session.queues.get(job.queue)
-        return admission(self.session, job, queue,
-                         self._attr_of(queue.name) if queue is not None else None)
-
-    @hookimpl
-    def job_enqueued(self, job: Job) -> None:
-        attr = self._attr_of(job.queue)
-        if attr is not None and job.min_resources is not None:
-            attr.inqueue.add(without_gated(job, job.min_resources))
-
-    # ---------------------------------------------------------------- events
-
-    @hookimpl
-    def allocate_event(self, task: Task) -> str | None:
-        attr = self._task_attr(task)
-        if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.update_share()
-        return None
-
-    @hookimpl
-    def deallocate_event(self, task: Task) -> None:
-        attr = self._task_attr(task)
-        if attr is not None:
-            attr.allocated.sub(task.resreq)
-            attr.update_share()

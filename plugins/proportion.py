@@ -33,18 +33,16 @@ bounded; and a queue deserves its guarantee even when every queue has weight 0.
 from __future__ import annotations
 
 from vscheduler.framework.session import Session
-from vscheduler.hookspecs import Vote, hookimpl
-from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
+from vscheduler.hookspecs import hookimpl
+from vscheduler.model import Queue, Task, TaskStatus
 from vscheduler.plugin import Plugin
 from vscheduler.quota import (
-    admission,
+    QueueUsage,
     amount_text,
     capability_of,
-    inqueue_resource,
     quota_exceeded,
     real_capability,
     resource_text,
-    without_gated,
 )
 from vscheduler.resources import CPU, MEMORY, Resource, share
 
@@ -115,7 +113,7 @@ class QueueAttr:
 # --------------------------------------------------------------------------- plugin
 
 
-class ProportionPlugin(Plugin):
+class ProportionPlugin(QueueUsage, Plugin):
     name = "proportion"
 
     @hookimpl
@@ -135,27 +133,9 @@ class ProportionPlugin(Plugin):
             if attr is None:
                 attr = self.queue_attrs[queue.name] = QueueAttr(queue, self.total,
                                                                 total_guarantee)
-            self._count_job(attr, job)
+            self.count_job(attr, job)
         self._divide()
 
-    @staticmethod
-    def _count_job(attr: QueueAttr, job: Job) -> None:
-        for task in job.tasks.values():
-            if task.status & ALLOCATED_STATUSES:
-                attr.allocated.add(task.resreq)
-                attr.request.add(task.resreq)
-            elif task.status == S.PENDING:
-                attr.request.add(task.resreq)
-        if job.min_resources is not None:
-            if job.phase == "Inqueue":
-                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
-            elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
-                # A running job still owed part of its minimum keeps that part reserved;
-                # one that fell below minMember (tasks finished) reserves nothing.
-                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
-        # What a job holds beyond its minimum could be given back: it does not count
-        # against admitting others (all of it, for a job that states no minimum).
-        attr.elastic.add(job.allocated.exceeded_part(job.min_resources or Resource()))
 
     def _divide(self) -> None:
         """Water-fill the cluster into the queues' deserved amounts."""
@@ -188,8 +168,6 @@ class ProportionPlugin(Plugin):
             attr.deserved.set_max(attr.guarantee)
             attr.update_share()
 
-    def _attr_of(self, queue_name: str) -> QueueAttr | None:
-        return self.queue_attrs.get(queue_name)
 
     # ---------------------------------------------------------------- order
 
@@ -257,38 +235,3 @@ class ProportionPlugin(Plugin):
                 allocated.sub(task.resreq)
                 victims.append(task)
         return victims
-
-    # ---------------------------------------------------------------- enqueue
-
-    @hookimpl
-    def job_enqueueable(self, job: Job) -> Vote:
-        queue = self.session.queues.get(job.queue)
-        return admission(self.session, job, queue,
-                         self._attr_of(queue.name) if queue is not None else None)
-
-    @hookimpl
-    def job_enqueued(self, job: Job) -> None:
-        attr = self._attr_of(job.queue)
-        if attr is not None and job.min_resources is not None:
-            attr.inqueue.add(without_gated(job, job.min_resources))
-
-    # ---------------------------------------------------------------- events
-
-    @hookimpl
-    def allocate_event(self, task: Task) -> str | None:
-        attr = self._task_attr(task)
-        if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.update_share()
-        return None
-
-    @hookimpl
-    def deallocate_event(self, task: Task) -> None:
-        attr = self._task_attr(task)
-        if attr is not None:
-            attr.allocated.sub(task.resreq)
-            attr.update_share()
-
-    def _task_attr(self, task: Task) -> QueueAttr | None:
-        job = self.session.jobs.get(task.job_id)
-        return self._attr_of(job.queue) if job is not None else None

@@ -18,6 +18,7 @@ from vscheduler.model import (
     Node,
     PriorityClass,
     Queue,
+    Status,
     Task,
     TaskStatus,
 )
@@ -215,45 +216,36 @@ class Cache:
 
     # ---------------------------------------------------------------- decisions
 
-    def bind(self, key: str, node_name: str) -> None:
-        """A bind went through: the pod is on its node (Bound until it runs)."""
-        self.generation += 1
-        task = self.tasks[key]
+    def _move(self, task: Task, status: Status, node_name: str) -> None:
+        """Give a task a new status and node, its node's accounting with it."""
         self._uncharge(task)
         job = self.jobs.get(task.job_id)
         if job is not None:
-            job.update_task_status(task, S.BOUND)
+            job.update_task_status(task, status)
         else:
-            task.status = S.BOUND
+            task.status = status
         task.node_name = node_name
         self._charge(task)
+
+    def bind(self, key: str, node_name: str) -> None:
+        """A bind was decided: the pod is on its node (Bound until it runs)."""
+        self.generation += 1
+        self._move(self.tasks[key], S.BOUND, node_name)
 
     def unbind(self, key: str) -> None:
         """A bind the API server refused: the pod waits again."""
         self.generation += 1
         task = self.tasks.get(key)
-        if task is None or task.status not in (S.BOUND, S.BINDING):
-            return
-        self._uncharge(task)
-        job = self.jobs.get(task.job_id)
-        if job is not None:
-            job.update_task_status(task, S.PENDING)
-        else:
-            task.status = S.PENDING
-        task.node_name = ""
+        if task is not None and task.status in (S.BOUND, S.BINDING):
+            self._move(task, S.PENDING, "")
 
     def set_running(self, key: str) -> None:
         self.generation += 1
         task = self.tasks.get(key)
         if task is None or task.status != S.BOUND:
             return
-        self._uncharge(task)
+        self._move(task, S.RUNNING, task.node_name)
         job = self.jobs.get(task.job_id)
-        if job is not None:
-            job.update_task_status(task, S.RUNNING)
-        else:
-            task.status = S.RUNNING
-        self._charge(task)
         if job is not None and job.bare:
             job.phase = "Running"
 
@@ -261,15 +253,8 @@ class Cache:
         """An eviction was sent: the pod is terminating."""
         self.generation += 1
         task = self.tasks.get(key)
-        if task is None:
-            return
-        self._uncharge(task)
-        job = self.jobs.get(task.job_id)
-        if job is not None:
-            job.update_task_status(task, S.RELEASING)
-        else:
-            task.status = S.RELEASING
-        self._charge(task)
+        if task is not None:
+            self._move(task, S.RELEASING, task.node_name)
 
     def set_podgroup_status(self, uid: str, phase: str, conditions: list[Condition]) -> bool:
         """Take a PodGroup's new phase and conditions; whether they changed."""

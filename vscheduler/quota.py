@@ -6,15 +6,16 @@ Volcano's rules: a quota check is strict, looks only at the resources a request 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from vscheduler.hookspecs import PERMIT, Reject
-from vscheduler.model import Job, Queue, TaskStatus
+from vscheduler.hookspecs import PERMIT, Reject, hookimpl
+from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.quantity import format_bytes, format_milli
 from vscheduler.resources import INF, MEMORY, PODS, Resource
 
-__all__ = ["QueueFigures", "admission", "amount_text", "capability_of", "inqueue_resource",
-           "quota_exceeded", "real_capability", "resource_text", "without_gated"]
+__all__ = ["QueueFigures", "QueueUsage", "admission", "amount_text", "capability_of",
+           "inqueue_resource", "quota_exceeded", "real_capability", "resource_text",
+           "without_gated"]
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
@@ -134,3 +135,68 @@ def real_capability(total: Resource, total_guarantee: Resource, guarantee: Resou
     if capability is not None:
         real.min_dimension(capability, missing_infinite=True)
     return real
+
+
+class QueueUsage:
+    """What the queue quota plugins (proportion, capacity) share: each queue's figures
+    in `queue_attrs` (objects with allocated, request, inqueue, elastic,
+    real_capability and `update_share()`), counted from its jobs at session open, kept
+    current by the allocate and deallocate events; and admission by them. A plugin
+    inherits it beside `Plugin` and fills `queue_attrs` in `on_session_open`."""
+
+    session: Session
+    queue_attrs: dict[str, Any]
+
+    @staticmethod
+    def count_job(attr: Any, job: Job) -> None:
+        """Add what a job holds, asks and was admitted for to its queue's figures."""
+        for task in job.tasks.values():
+            if task.status & ALLOCATED_STATUSES:
+                attr.allocated.add(task.resreq)
+                attr.request.add(task.resreq)
+            elif task.status == S.PENDING:
+                attr.request.add(task.resreq)
+        if job.min_resources is not None:
+            if job.phase == "Inqueue":
+                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
+            elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
+                # A running job still owed part of its minimum keeps that part reserved;
+                # one that fell below minMember (tasks finished) reserves nothing.
+                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
+        # What a job holds beyond its minimum could be given back: it does not count
+        # against admitting others (all of it, for a job that states no minimum).
+        attr.elastic.add(job.allocated.exceeded_part(job.min_resources or Resource()))
+
+    def _attr_of(self, queue_name: str) -> Any:
+        return self.queue_attrs.get(queue_name)
+
+    def _task_attr(self, task: Task) -> Any:
+        job = self.session.jobs.get(task.job_id)
+        return self._attr_of(job.queue) if job is not None else None
+
+    @hookimpl
+    def job_enqueueable(self, job: Job) -> int | Reject:
+        queue = self.session.queues.get(job.queue)
+        return admission(self.session, job, queue,
+                         self._attr_of(queue.name) if queue is not None else None)
+
+    @hookimpl
+    def job_enqueued(self, job: Job) -> None:
+        attr = self._attr_of(job.queue)
+        if attr is not None and job.min_resources is not None:
+            attr.inqueue.add(without_gated(job, job.min_resources))
+
+    @hookimpl
+    def allocate_event(self, task: Task) -> str | None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated.add(task.resreq)
+            attr.update_share()
+        return None
+
+    @hookimpl
+    def deallocate_event(self, task: Task) -> None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated.sub(task.resreq)
+            attr.update_share()
