@@ -102,15 +102,14 @@ def _flag(text: str) -> bool:
 
 def _run(args: argparse.Namespace) -> int:
     import signal
+    import socket
+    import uuid
 
     from kubernetes import client, config
 
     from vscheduler.kube.daemon import Daemon
+    from vscheduler.kube.leader import LeaderElector
 
-    if args.leader_elect:
-        print("vscheduler: leader election is not implemented yet: run one replica with "
-              "--leader-elect=false", file=sys.stderr)
-        return EXIT_USAGE
     if args.enable_metrics or args.enable_healthz:
         print("vscheduler: warning: /metrics and /healthz are not served yet",
               file=sys.stderr)
@@ -126,20 +125,34 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as err:
         print(f"vscheduler: no cluster to talk to: {err}", file=sys.stderr)
         return EXIT_USAGE
+    api = client.ApiClient(configuration)
+    names = tuple(args.scheduler_name or ["vscheduler"])
+    elector = None
+    if args.leader_elect:
+        try:
+            # The lock is named after the scheduler, as Volcano's; the identity is unique
+            # per process.
+            elector = LeaderElector(
+                api, args.lock_object_namespace, names[0] if len(names) == 1 else "vscheduler",
+                f"{socket.gethostname()}_{uuid.uuid4()}",
+                lease_duration=args.leader_elect_lease_duration,
+                renew_deadline=args.leader_elect_renew_deadline,
+                retry_period=args.leader_elect_retry_period)
+        except ValueError as err:
+            print(f"vscheduler: {err}", file=sys.stderr)
+            return EXIT_USAGE
     try:
-        daemon = Daemon(client.ApiClient(configuration), args.scheduler_conf,
-                        scheduler_names=tuple(args.scheduler_name or ["vscheduler"]),
+        daemon = Daemon(api, args.scheduler_conf, scheduler_names=names,
                         default_queue=args.default_queue, period=args.schedule_period,
                         qps=args.kube_api_qps, burst=args.kube_api_burst,
-                        dry_run=args.dry_run, node_sampling=_sampling(args))
+                        dry_run=args.dry_run, node_sampling=_sampling(args), elector=elector)
     except ConfError as err:
         print(f"vscheduler: bad conf: {err}", file=sys.stderr)
         return EXIT_USAGE
     signal.signal(signal.SIGTERM, lambda *_: daemon.stop.set())
     signal.signal(signal.SIGINT, lambda *_: daemon.stop.set())
     daemon.start_watches()
-    daemon.run()
-    return 0
+    return daemon.run()
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -210,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="pods with this schedulerName are ours (repeatable)")
     run.add_argument("--default-queue", default="default", metavar="NAME")
     run.add_argument("--leader-elect", type=_flag, nargs="?", const=True, default=False,
-                     metavar="BOOL", help="elect a leader on a Lease (not implemented yet)")
+                     metavar="BOOL", help="elect a leader on a Lease: standbys only watch")
     run.add_argument("--lock-object-namespace", default="volcano-system", metavar="NS")
     for name, default in (("lease-duration", "15s"), ("renew-deadline", "10s"),
                           ("retry-period", "2s")):

@@ -80,3 +80,41 @@ def test_a_refused_bind_is_retried_and_no_pod_is_bound_twice(server, daemon):
     wait_for(lambda: len(_bound(server)) == 3, timeout=10)
     assert set(_bound(server).values()) == {1}
     assert any(b.code == 500 for b in server.bindings())
+
+
+def test_two_daemons_electing_a_leader_bind_each_pod_once(server: FakeApiServer, tmp_path):
+    from vscheduler.kube.leader import LeaderElector
+
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    daemons, threads, apis = [], [], []
+    for identity in ("a", "b"):
+        api = client.ApiClient(client.Configuration(host=server.url))
+        elector = LeaderElector(api, "kube-system", "vscheduler", identity,
+                                lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+        daemon = Daemon(api, str(conf), period=0.05, elector=elector)
+        for reflector in daemon.reflectors:
+            reflector.watch_timeout = 5
+        assert daemon.start_watches(synced_timeout=5)
+        thread = threading.Thread(target=daemon.run, daemon=True)
+        thread.start()
+        daemons.append(daemon)
+        threads.append(thread)
+        apis.append(api)
+    try:
+        server.create_all([node("n1", cpu="8"), *gang("g", 4, cpu="1"), pod("solo", cpu="1")])
+        wait_for(lambda: len(_bound(server)) == 5, timeout=10)
+        leaders = [d.elector.is_leader.is_set() for d in daemons]
+        assert sum(leaders) == 1
+        # The leader goes away; the other takes over and schedules what comes next.
+        old = daemons[leaders.index(True)]
+        old.stop.set()
+        server.create_all([pod("late", cpu="1")])
+        wait_for(lambda: _bound(server)["late"] == 1, timeout=10)
+        assert set(_bound(server).values()) == {1}
+        assert not [b for b in server.bindings() if b.code == 409]
+    finally:
+        for daemon, thread, api in zip(daemons, threads, apis, strict=True):
+            daemon.stop.set()
+            thread.join(timeout=10)
+            api.close()

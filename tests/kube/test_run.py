@@ -23,9 +23,11 @@ def test_durations_read_as_go_writes_them():
         _duration("soon")
 
 
-def test_leader_election_is_refused_until_it_exists(capsys):
-    assert main(["run", "--leader-elect=true"]) == 2
-    assert "leader election is not implemented yet" in capsys.readouterr().err
+def test_bad_leader_election_timings_are_a_usage_error(capsys, tmp_path: Path):
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    assert main(["run", "--kubeconfig", str(kubeconfig), "--leader-elect=true",
+                 "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"]) == 2
+    assert "renew deadline < lease duration" in capsys.readouterr().err
 
 
 def _kubeconfig(path: Path, url: str) -> Path:

@@ -23,6 +23,7 @@ from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.session import Event
 from vscheduler.kube.apply import KINDS, apply_event
+from vscheduler.kube.leader import LeaderElector
 from vscheduler.kube.reflector import Reflector
 from vscheduler.kube.writers import KubeWriter, RateLimiter
 from vscheduler.objects import BadObject
@@ -38,8 +39,10 @@ class Daemon:
                  scheduler_names: Sequence[str] = ("vscheduler",),
                  default_queue: str = "default", period: float = 1.0, qps: float = 50.0,
                  burst: int = 100, dry_run: bool = False,
-                 node_sampling: NodeSampling | None = None) -> None:
+                 node_sampling: NodeSampling | None = None,
+                 elector: LeaderElector | None = None) -> None:
         self.api = api
+        self.elector = elector
         self.conf_path = conf_path
         self.period = period
         self.conf = load_conf(conf_path)  # a bad conf at start is the caller's error
@@ -120,16 +123,25 @@ class Daemon:
     # ---------------------------------------------------------------- cycles
 
     def run_once(self) -> None:
+        """Keep the cache current; schedule if this replica leads (or no one elects)."""
         self._drain()
         self._reload()
-        self.scheduler.run_once()
+        if self.elector is None or self.elector.is_leader.is_set():
+            self.scheduler.run_once()
 
-    def run(self) -> None:
-        """Cycle until `stop` is set (SIGTERM sets it)."""
+    def run(self) -> int:
+        """Cycle until `stop` is set (SIGTERM sets it); 1 if leadership was lost."""
+        if self.elector is not None:
+            threading.Thread(target=self.elector.run, args=(self.stop,), name="leader",
+                             daemon=True).start()
         while not self.stop.is_set():
+            if self.elector is not None and self.elector.lost.is_set():
+                self.stop.set()
+                break
             try:
                 self.run_once()
             except Exception:  # a bug must not stop scheduling for good
                 log.exception("scheduling cycle failed")
             self.stop.wait(self.period)
         self.writer.close()
+        return 1 if self.elector is not None and self.elector.lost.is_set() else 0

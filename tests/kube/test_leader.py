@@ -1,0 +1,85 @@
+"""Leader election on a Lease, two candidates against the API server stand-in."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.apiserver import FakeApiServer, wait_for
+from vscheduler.kube.leader import LeaderElector
+
+TIMES = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as srv:
+        yield srv
+
+
+def _candidate(server: FakeApiServer, identity: str) -> tuple[LeaderElector, threading.Event,
+                                                             threading.Thread]:
+    api = client.ApiClient(client.Configuration(host=server.url))
+    elector = LeaderElector(api, "kube-system", "vscheduler", identity, **TIMES)
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop,), daemon=True)
+    thread.start()
+    return elector, stop, thread
+
+
+def _watch_overlap(electors: list[LeaderElector], seconds: float) -> int:
+    """How often more than one candidate believed it led, sampled for `seconds`."""
+    overlaps = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        overlaps += sum(e.is_leader.is_set() for e in electors) > 1
+        time.sleep(0.005)
+    return overlaps
+
+
+def test_one_leader_and_a_takeover_within_the_lease_duration(server: FakeApiServer):
+    a, stop_a, thread_a = _candidate(server, "a")
+    b, stop_b, thread_b = _candidate(server, "b")
+    try:
+        wait_for(lambda: a.is_leader.is_set() or b.is_leader.is_set())
+        assert _watch_overlap([a, b], 0.5) == 0
+        stop_leader, follower = (stop_a, b) if a.is_leader.is_set() else (stop_b, a)
+        # The leader stops renewing (it hangs, say): it keeps believing it leads, but the
+        # other takes over only once the lease has run out.
+        stopped = time.monotonic()
+        stop_leader.set()
+        wait_for(follower.is_leader.is_set, timeout=3)
+        took = time.monotonic() - stopped
+        assert TIMES["lease_duration"] * 0.8 <= took <= TIMES["lease_duration"] + 1.0
+        assert server.lease("kube-system", "vscheduler")["spec"]["holderIdentity"] == \
+            follower.identity
+    finally:
+        stop_a.set()
+        stop_b.set()
+        thread_a.join(timeout=3)
+        thread_b.join(timeout=3)
+
+
+def test_a_leader_that_cannot_renew_steps_down_before_the_lease_expires(server):
+    a, stop_a, thread_a = _candidate(server, "a")
+    try:
+        wait_for(a.is_leader.is_set)
+        server.go_down()
+        lost_at = time.monotonic()
+        wait_for(a.lost.is_set, timeout=3)
+        assert not a.is_leader.is_set()
+        assert time.monotonic() - lost_at < TIMES["lease_duration"]
+    finally:
+        server.come_back()
+        stop_a.set()
+        thread_a.join(timeout=3)
+
+
+def test_bad_timings_are_refused():
+    with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
+        LeaderElector(client.ApiClient(), "ns", "l", "me", lease_duration=5,
+                      renew_deadline=10, retry_period=2)

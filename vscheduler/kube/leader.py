@@ -1,0 +1,126 @@
+"""Leader election on a `coordination.k8s.io/v1` Lease, as client-go's elector does it.
+
+One replica holds the Lease and renews it every retry period; the others watch it and
+take it once it has not been renewed for a lease duration (measured on their own
+clock, from when they last saw it change, so clocks need not agree). Writes carry the
+Lease's resourceVersion, so two candidates cannot both win: the loser gets 409. A leader
+that cannot renew within the renew deadline (shorter than the lease duration) stops
+being leader before anyone else can take over, and says so through `lost`: the daemon
+stops scheduling and exits non-zero, as Volcano's does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["LeaderElector"]
+
+log = logging.getLogger(__name__)
+
+
+def _micro_time() -> str:
+    # The API server wants exactly six fractional digits.
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, api: ApiClient, namespace: str, name: str, identity: str, *,
+                 lease_duration: float = 15.0, renew_deadline: float = 10.0,
+                 retry_period: float = 2.0) -> None:
+        if not retry_period < renew_deadline < lease_duration:
+            raise ValueError("leader election needs retry period < renew deadline < lease "
+                             "duration")
+        self.api = api
+        self.path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        self.collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.is_leader = threading.Event()
+        self.lost = threading.Event()
+        self._observed: tuple[Any, float] | None = None  # (record, when we saw it change)
+        self._renewed = 0.0
+
+    def _call(self, method: str, path: str, body: Any = None) -> dict:
+        response = self.api.call_api(
+            path, method, body=body, header_params={"Content-Type": "application/json"},
+            _preload_content=False, _request_timeout=max(self.retry_period, 1.0),
+            auth_settings=["BearerToken"])
+        return json.loads(response.data or b"{}")
+
+    def run(self, stop: threading.Event) -> None:
+        """Try to acquire, then renew, until `stop` is set or leadership is lost."""
+        while not stop.is_set() and not self.lost.is_set():
+            try:
+                self._try()
+            except Exception as err:  # the API server away: a leader counts the time
+                log.warning("lease %s/%s: %s", self.namespace, self.name, err)
+            if self.is_leader.is_set() and time.monotonic() - self._renewed > \
+                    self.renew_deadline:
+                log.error("lease %s/%s not renewed within %.1fs: leadership lost",
+                          self.namespace, self.name, self.renew_deadline)
+                self.is_leader.clear()
+                self.lost.set()
+                return
+            stop.wait(self.retry_period)
+
+    def _spec(self, acquired: str | None) -> dict:
+        now = _micro_time()
+        return {"holderIdentity": self.identity,
+                "leaseDurationSeconds": max(int(self.lease_duration), 1),
+                "acquireTime": acquired or now, "renewTime": now}
+
+    def _try(self) -> None:
+        try:
+            lease = self._call("GET", self.path)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "spec": self._spec(None)}
+            try:
+                self._call("POST", self.collection, body)
+            except ApiException as conflict:
+                if conflict.status == 409:  # another candidate created it first
+                    return
+                raise
+            self._won()
+            return
+        spec = lease.get("spec") or {}
+        record = (spec.get("holderIdentity"), spec.get("renewTime"))
+        now = time.monotonic()
+        if self._observed is None or self._observed[0] != record:
+            self._observed = (record, now)
+        holder = spec.get("holderIdentity")
+        if holder and holder != self.identity and now - self._observed[1] < \
+                self.lease_duration:
+            self.is_leader.clear()
+            return
+        acquired = spec.get("acquireTime") if holder == self.identity else None
+        lease["spec"] = {**spec, **self._spec(acquired)}
+        try:
+            self._call("PUT", self.path, lease)
+        except ApiException as err:
+            if err.status == 409:  # someone else wrote it in between
+                self.is_leader.clear()
+                return
+            raise
+        self._won()
+
+    def _won(self) -> None:
+        self._renewed = time.monotonic()
+        if not self.is_leader.is_set():
+            log.info("lease %s/%s acquired by %s", self.namespace, self.name, self.identity)
+        self.is_leader.set()
