@@ -109,10 +109,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from vscheduler.kube.daemon import Daemon
     from vscheduler.kube.leader import LeaderElector
+    from vscheduler.kube.metrics import serve
 
-    if args.enable_metrics or args.enable_healthz:
-        print("vscheduler: warning: /metrics and /healthz are not served yet",
-              file=sys.stderr)
     configuration = client.Configuration()
     try:
         if args.kubeconfig:
@@ -149,6 +147,14 @@ def _run(args: argparse.Namespace) -> int:
     except ConfError as err:
         print(f"vscheduler: bad conf: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if args.enable_metrics or args.enable_healthz:
+        try:
+            serve(daemon.metrics, args.listen_address, args.schedule_period,
+                  enable_metrics=args.enable_metrics, enable_healthz=args.enable_healthz)
+        except (OSError, ValueError) as err:
+            print(f"vscheduler: cannot listen on {args.listen_address}: {err}",
+                  file=sys.stderr)
+            return EXIT_USAGE
     signal.signal(signal.SIGTERM, lambda *_: daemon.stop.set())
     signal.signal(signal.SIGINT, lambda *_: daemon.stop.set())
     daemon.start_watches()

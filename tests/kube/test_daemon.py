@@ -118,3 +118,32 @@ def test_two_daemons_electing_a_leader_bind_each_pod_once(server: FakeApiServer,
             daemon.stop.set()
             thread.join(timeout=10)
             api.close()
+
+
+def test_metrics_and_healthz_are_served(server: FakeApiServer, daemon: Daemon):
+    import urllib.request
+
+    from vscheduler.kube.metrics import serve
+
+    http = serve(daemon.metrics, "127.0.0.1:0", daemon.period)
+    base = f"http://127.0.0.1:{http.server_address[1]}"
+    try:
+        server.create_all([node("n1", cpu="2"), pod("p", cpu="1"), *gang("big", 3, cpu="1")])
+        wait_for(lambda: _bound(server)["p"] == 1)
+
+        def metrics() -> str:
+            return urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+
+        wait_for(lambda: 'podgroup_waiting_pods{namespace="default",podgroup="big"} 3.0'
+                 in metrics())
+        text = metrics()
+        for name in ("volcano_e2e_scheduling_latency_milliseconds_bucket",
+                     'volcano_action_scheduling_latency_milliseconds_count{action="allocate"}',
+                     "volcano_pod_bind_total 1.0", "podgroup_scheduling_duration_seconds",
+                     "podgroup_scheduling_timeout_total",
+                     'volcano_queue_allocated_milli_cpu{queue_name="default"}'):
+            assert name in text, name
+        health = urllib.request.urlopen(f"{base}/healthz", timeout=5)
+        assert health.status == 200 and health.read() == b"ok"
+    finally:
+        http.shutdown()

@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Sequence
 
 from kubernetes.client import ApiClient
@@ -24,6 +25,7 @@ from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.session import Event
 from vscheduler.kube.apply import KINDS, apply_event
 from vscheduler.kube.leader import LeaderElector
+from vscheduler.kube.metrics import Metrics
 from vscheduler.kube.reflector import Reflector
 from vscheduler.kube.writers import KubeWriter, RateLimiter
 from vscheduler.objects import BadObject
@@ -54,6 +56,7 @@ class Daemon:
                                    evictor=self.writer, status=self.writer,
                                    events=self.writer, default_queue=default_queue,
                                    node_sampling=node_sampling)
+        self.metrics = Metrics()
         self.incoming: queue.Queue[tuple[str, str, dict]] = queue.Queue()
         self.stop = threading.Event()
         self.reflectors = [Reflector(api, kind, self._receive, self.stop) for kind in KINDS]
@@ -127,7 +130,15 @@ class Daemon:
         self._drain()
         self._reload()
         if self.elector is None or self.elector.is_leader.is_set():
-            self.scheduler.run_once()
+            result = self.scheduler.run_once()
+            created = {}
+            for key in result.binds if result is not None else ():
+                job = self.cache.jobs.get(self.cache.tasks[key].job_id)
+                if job is not None and not job.bare:
+                    created[job.uid] = job.creation
+            self.metrics.cycle(self.scheduler.timings, result, created)
+        else:
+            self.metrics.last_cycle = time.monotonic()  # a standby is healthy too
 
     def run(self) -> int:
         """Cycle until `stop` is set (SIGTERM sets it); 1 if leadership was lost."""
