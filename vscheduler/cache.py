@@ -239,6 +239,13 @@ class Cache:
         if task is not None and task.status in (S.BOUND, S.BINDING):
             self._move(task, S.PENDING, "")
 
+    def unevict(self, key: str) -> None:
+        """An eviction the API server refused: the pod runs on."""
+        self.generation += 1
+        task = self.tasks.get(key)
+        if task is not None and task.status == S.RELEASING:
+            self._move(task, S.RUNNING, task.node_name)
+
     def set_running(self, key: str) -> None:
         self.generation += 1
         task = self.tasks.get(key)

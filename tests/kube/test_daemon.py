@@ -147,3 +147,33 @@ def test_metrics_and_healthz_are_served(server: FakeApiServer, daemon: Daemon):
         assert health.status == 200 and health.read() == b"ok"
     finally:
         http.shutdown()
+
+
+def test_a_changed_conf_is_taken_and_a_bad_one_is_not(daemon: Daemon, tmp_path):
+    import os
+
+    path = daemon.conf_path
+    assert "allocate" in daemon.conf.action_names()
+    with open(path, "w") as conf:
+        conf.write(CONF.replace('"enqueue, allocate, backfill"', '"enqueue, allocate"'))
+    os.utime(path, (1, 1))  # a new modification time, however fast the test
+    wait_for(lambda: daemon.scheduler.conf.action_names() == ["enqueue", "allocate"])
+    with open(path, "w") as conf:
+        conf.write("actions: \"enqueue, allocat\"\ntiers: []\n")
+    os.utime(path, (2, 2))
+    kept = daemon.scheduler.conf
+    wait_for(lambda: daemon._conf_stamp == 2)
+    assert daemon.scheduler.conf is kept
+
+
+def test_the_api_server_away_for_a_while_loses_no_pod(server: FakeApiServer, daemon: Daemon):
+    server.create_all([node("n1", cpu="8"), pod("before", cpu="1")])
+    wait_for(lambda: _bound(server)["before"] == 1)
+    server.go_down()
+    import time
+
+    time.sleep(0.5)
+    server.come_back()
+    server.create_all([pod("after", cpu="1")])
+    wait_for(lambda: _bound(server)["after"] == 1, timeout=15)
+    assert set(_bound(server).values()) == {1}

@@ -100,7 +100,9 @@ class Daemon:
                 self.writer.emit(Event(f"Pod/{failure.key}", "Warning", "FailedScheduling",
                                        failure.message))
             else:
-                log.warning("eviction of %s failed: %s", failure.key, failure.message)
+                self.cache.unevict(failure.key)
+                self.writer.emit(Event(f"Pod/{failure.key}", "Warning", "FailedEviction",
+                                       failure.message))
 
     # ---------------------------------------------------------------- conf
 

@@ -112,8 +112,10 @@ class KubeWriter:
 
     def bind(self, task: Task, node: str) -> None:
         self._conditions.pop(task.key, None)
-        if not self.dry_run:
-            self.pool.submit(self._bind, task.namespace, task.name, task.uid, node, task.key)
+        if self.dry_run:
+            log.info("dry run: would bind %s to %s", task.key, node)
+            return
+        self.pool.submit(self._bind, task.namespace, task.name, task.uid, node, task.key)
 
     def _bind(self, namespace: str, name: str, uid: str, node: str, key: str) -> None:
         body = {"apiVersion": "v1", "kind": "Binding",
@@ -129,8 +131,11 @@ class KubeWriter:
                         f"Successfully assigned {key} to {node}"))
 
     def evict(self, task: Task, eviction: Eviction) -> None:
-        if not self.dry_run:
-            self.pool.submit(self._evict, task.namespace, task.name, task.key)
+        if self.dry_run:
+            log.info("dry run: would evict %s (%s for %s)", task.key, eviction.action,
+                     eviction.preemptor)
+            return
+        self.pool.submit(self._evict, task.namespace, task.name, task.key)
 
     def _evict(self, namespace: str, name: str, key: str) -> None:
         try:
