@@ -19,10 +19,8 @@ from collections.abc import Callable
 
 from vscheduler.framework.eviction import (
     GANG_SAFE,
-    could_fit,
     evict_and_pipeline,
-    plan_evictions,
-    victim_order,
+    plan_on_node,
     whole_job_of,
 )
 from vscheduler.framework.queue import PriorityQueue
@@ -117,18 +115,8 @@ class Preempt(Action):
                             and session.predicate(task, node) is None)
 
         for node in self._candidate_nodes(session, job, task):
-            candidates = [t for t, _ in node.tasks.values() if eligible(t)]
-            if not candidates:
-                continue
-            # Plugins see candidates in eviction order: their running sums depend on it.
-            candidates = victim_order(session, candidates, task)
-            victims = session.preemptable(task, candidates)
-            if not victims or not could_fit(task, node, victims):
-                continue
-            # Plugins keep the candidates' (eviction) order, or are put back in it.
-            position = {t.key: i for i, t in enumerate(candidates)}
-            victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
-            plan = plan_evictions(session, task, node, victims, gang_safe, whole_job)
+            plan = plan_on_node(session, task, node, eligible, session.preemptable, gang_safe,
+                                whole_job)
             if plan is None:
                 continue
             if evict_and_pipeline(session, statement, task, node, plan, "preempt",

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
-__all__ = ["GANG_SAFE", "could_fit", "evict_and_pipeline", "plan_evictions", "victim_order",
-           "whole_job_of"]
+__all__ = ["GANG_SAFE", "could_fit", "evict_and_pipeline", "plan_evictions", "plan_on_node",
+           "victim_order", "whole_job_of"]
 
 # The argument of reclaim and preempt that turns gang-safe eviction off.
 GANG_SAFE = Argument("gangSafeEviction", bool, True,
@@ -195,3 +195,23 @@ def evict_and_pipeline(session: Session, statement: Statement, task: Task, node:
         return False
     statement.merge(step)
     return True
+
+
+def plan_on_node(session: Session, task: Task, node: Node, eligible: Callable[[Task], bool],
+                 offer: Callable[[Task, list[Task]], list[Task]], gang_safe: bool,
+                 whole_job: Callable[[Job], list[Task] | None]) -> list[Task] | None:
+    """What to evict on `node` for `task`, or None: the node's `eligible` tasks, in
+    eviction order, as plugins `offer` them (reclaimable or preemptable), planned by
+    `plan_evictions`."""
+    candidates = [t for t, _ in node.tasks.values() if eligible(t)]
+    if not candidates:
+        return None
+    # Plugins see candidates in eviction order: their running sums depend on it.
+    candidates = victim_order(session, candidates, task)
+    victims = offer(task, candidates)
+    if not victims or not could_fit(task, node, victims):
+        return None
+    # Plugins keep the candidates' order, or are put back in it.
+    position = {t.key: i for i, t in enumerate(candidates)}
+    victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
+    return plan_evictions(session, task, node, victims, gang_safe, whole_job)
