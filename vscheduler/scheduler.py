@@ -44,6 +44,9 @@ class StatusWriter(Protocol):
     def pending(self, task: Task, reasons: list[str]) -> None:
         """Say why a pod still waits (its PodScheduled=False condition)."""
 
+    def nominate(self, task: Task, node: str) -> None:
+        """Nominate `node` for a pod waiting on what its evictions release."""
+
 
 class EventSink(Protocol):
     def emit(self, event: Event) -> None:
@@ -111,6 +114,10 @@ class Scheduler:
             task = cache.tasks.get(key)
             if task is not None:
                 self.status.pending(task, reasons)
+        for key, node in result.nominated.items():
+            task = cache.tasks.get(key)
+            if task is not None and task.pod.nominated_node != node:
+                self.status.nominate(task, node)
         for event in result.events:
             self.events.emit(event)
 

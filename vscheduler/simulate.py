@@ -167,6 +167,9 @@ class _InMemory:
     def pending(self, task: Task, reasons: list[str]) -> None:
         pass
 
+    def nominate(self, task: Task, node: str) -> None:
+        pass
+
     def emit(self, event: Event) -> None:
         self.report.add_event(event)
 

@@ -177,3 +177,51 @@ def test_the_api_server_away_for_a_while_loses_no_pod(server: FakeApiServer, dae
     server.create_all([pod("after", cpu="1")])
     wait_for(lambda: _bound(server)["after"] == 1, timeout=15)
     assert set(_bound(server).values()) == {1}
+
+
+RECLAIM = """
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang, enableReclaimable: false}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def test_reclaim_evicts_nominates_and_binds_once_the_victim_is_gone(server, tmp_path):
+    from tests.builders import queue
+
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(RECLAIM)
+    server.create_all([node("n1", cpu="4"), queue("a"), queue("b"),
+                       *(pod(f"a-{i}", cpu="1", queue="a", node_name="n1")
+                         for i in range(4))])
+    api = client.ApiClient(client.Configuration(host=server.url))
+    daemon = Daemon(api, str(conf), period=0.05)
+    assert daemon.start_watches(synced_timeout=5)
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    try:
+        server.create_all([pod("b-0", cpu="1", queue="b")])
+        deleting = wait_for(lambda: [p for p in server.objects("Pod")
+                                     if p["metadata"].get("deletionTimestamp")])
+        assert len(deleting) == 1
+        wait_for(lambda: (server.get("Pod", "default", "b-0").get("status") or {})
+                 .get("nominatedNodeName") == "n1")
+        assert not server.bindings()
+        victim = deleting[0]["metadata"]["name"]
+        server.finish_deletion("default", victim)
+        wait_for(lambda: _bound(server)["b-0"] == 1, timeout=10)
+        assert any((e["reason"] == "Evict" and victim in e["message"]) or
+                   e.get("involvedObject", {}).get("name") == victim
+                   for e in server.events())
+    finally:
+        daemon.stop.set()
+        thread.join(timeout=10)
+        api.close()
+
+
+def test_a_bind_answered_409_is_not_retried_into_a_double_bind(server, daemon):
+    server.fail("POST", r"/binding$", 409, times=1)
+    server.create_all([node("n1", cpu="4"), pod("p", cpu="1")])
+    wait_for(lambda: _bound(server)["p"] == 1, timeout=10)
+    assert [b.code for b in server.bindings()] == [409, 201]

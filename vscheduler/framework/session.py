@@ -72,13 +72,16 @@ class Eviction:
 class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
-    __slots__ = ("binds", "events", "evictions", "pending", "pending_jobs", "pipelined",
-                 "podgroups", "queue_cards", "queues")
+    __slots__ = ("binds", "events", "evictions", "nominated", "pending", "pending_jobs",
+                 "pipelined", "podgroups", "queue_cards", "queues")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
         self.evictions: list[Eviction] = []
         self.pipelined: dict[str, str] = {}
+        # pipelined pods whose node frees up because of their own evictions: the node
+        # is nominated for them (status.nominatedNodeName), as Volcano does
+        self.nominated: dict[str, str] = {}
         self.pending: dict[str, list[str]] = {}
         # job (PodGroup uid, or the pod's key for a pod without one) -> (queue, pod keys)
         self.pending_jobs: dict[str, tuple[str, list[str]]] = {}
@@ -493,6 +496,8 @@ class Session:
                            f"{job.fit_error()}")
             for task in job.tasks_in(S.PIPELINED):
                 result.pipelined[task.key] = task.node_name
+                if task.eviction_occurred:
+                    result.nominated[task.key] = task.node_name
         for key, (task, reason) in self.snapshot.skipped.items():
             result.pending[key] = [reason]
             job = key if is_bare_job(task.job_id) else task.job_id

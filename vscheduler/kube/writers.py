@@ -160,6 +160,12 @@ class KubeWriter:
         self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status", body,
                     "application/strategic-merge-patch+json")
 
+    def nominate(self, task: Task, node: str) -> None:
+        if not self.dry_run:
+            self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status",
+                        {"status": {"nominatedNodeName": node}},
+                        "application/strategic-merge-patch+json")
+
     def podgroup(self, job: Job) -> None:
         if self.dry_run:
             return
