@@ -49,6 +49,7 @@ queue-allocation scheduling gate, which this scheduler does not have.
 
 from __future__ import annotations
 
+from vscheduler import quota
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
 from vscheduler.model import Queue, Task, TaskStatus
@@ -56,12 +57,9 @@ from vscheduler.plugin import Plugin
 from vscheduler.quota import (
     QueueUsage,
     amount_text,
-    capability_of,
     quota_exceeded,
-    real_capability,
-    resource_text,
 )
-from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource, share
+from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
 __all__ = ["CapacityPlugin", "QueueAttr"]
 
@@ -87,43 +85,25 @@ def _requested(request: Resource) -> list[str]:
 # --------------------------------------------------------------------------- state
 
 
-class QueueAttr:
-    """What capacity knows of one queue in this session."""
+class QueueAttr(quota.QueueAttr):
+    """What capacity knows of one queue: deserved as written, but never more than the
+    queue could ever get, nor less than what it is guaranteed."""
 
-    __slots__ = ("allocated", "capability", "deserved", "elastic", "guarantee", "inqueue",
-                 "name", "real_capability", "request", "share")
+    __slots__ = ()
 
     def __init__(self, queue: Queue, total: Resource, total_guarantee: Resource) -> None:
-        self.name = queue.name
-        self.guarantee = queue.guarantee.clone() if queue.guarantee else Resource()
-        self.capability = capability_of(queue)
-        self.real_capability = real_capability(total, total_guarantee, self.guarantee,
-                                               self.capability)
-        # Deserved as written, but never more than the queue could ever get, nor less
-        # than what it is guaranteed.
+        super().__init__(queue, total, total_guarantee)
         self.deserved = queue.deserved.clone() if queue.deserved else Resource()
         self.deserved.min_dimension(self.real_capability, missing_infinite=True)
         self.deserved.set_max(self.guarantee)
-        self.allocated = Resource()
-        self.request = Resource()
-        self.inqueue = Resource()
-        self.elastic = Resource()
-        self.share = 0.0
 
     def update_share(self) -> None:
-        """allocated / deserved on the resource where that is largest; 1 for a queue
-        that deserves nothing, so that it comes after every queue below its deserved."""
-        deserved, allocated = self.deserved, self.allocated
-        if deserved.is_empty():
+        """As a quota plugin's, but 1 for a queue that deserves nothing, so that it comes
+        after every queue below its deserved."""
+        if self.deserved.is_empty():
             self.share = 1.0
-            return
-        self.share = max((share(allocated.get(n), deserved.get(n)) for n in deserved.names()),
-                         default=0.0)
-
-    def __repr__(self) -> str:
-        return (f"QueueAttr({self.name}: allocated {resource_text(self.allocated)}; "
-                f"deserved {resource_text(self.deserved)}; real capability "
-                f"{resource_text(self.real_capability)}; share {self.share:.3f})")
+        else:
+            super().update_share()
 
 
 # --------------------------------------------------------------------------- plugin

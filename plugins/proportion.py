@@ -32,6 +32,7 @@ bounded; and a queue deserves its guarantee even when every queue has weight 0.
 
 from __future__ import annotations
 
+from vscheduler import quota
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
 from vscheduler.model import Queue, Task, TaskStatus
@@ -39,12 +40,10 @@ from vscheduler.plugin import Plugin
 from vscheduler.quota import (
     QueueUsage,
     amount_text,
-    capability_of,
     quota_exceeded,
-    real_capability,
     resource_text,
 )
-from vscheduler.resources import CPU, MEMORY, Resource, share
+from vscheduler.resources import CPU, MEMORY, Resource
 
 __all__ = ["ProportionPlugin", "QueueAttr"]
 
@@ -78,36 +77,14 @@ def _diff(new: Resource, old: Resource) -> tuple[Resource, Resource]:
 # --------------------------------------------------------------------------- state
 
 
-class QueueAttr:
-    """What proportion knows of one queue in this session."""
+class QueueAttr(quota.QueueAttr):
+    """What proportion knows of one queue: with its weight, for the water-filling."""
 
-    __slots__ = ("allocated", "capability", "deserved", "elastic", "guarantee", "inqueue",
-                 "name", "real_capability", "request", "share", "weight")
+    __slots__ = ("weight",)
 
     def __init__(self, queue: Queue, total: Resource, total_guarantee: Resource) -> None:
-        self.name = queue.name
+        super().__init__(queue, total, total_guarantee)
         self.weight = queue.weight
-        self.guarantee = queue.guarantee.clone() if queue.guarantee else Resource()
-        self.capability = capability_of(queue)
-        self.real_capability = real_capability(total, total_guarantee, self.guarantee,
-                                               self.capability)
-        self.deserved = Resource()
-        self.allocated = Resource()
-        self.request = Resource()
-        self.inqueue = Resource()
-        self.elastic = Resource()
-        self.share = 0.0
-
-    def update_share(self) -> None:
-        """allocated / deserved on the resource where that is largest (0 if nothing is
-        deserved)."""
-        deserved, allocated = self.deserved, self.allocated
-        self.share = max((share(allocated.get(n), deserved.get(n)) for n in deserved.names()),
-                         default=0.0)
-
-    def __repr__(self) -> str:
-        return (f"QueueAttr({self.name}, deserved={self.deserved}, "
-                f"allocated={self.allocated}, share={self.share:.3f})")
 
 
 # --------------------------------------------------------------------------- plugin

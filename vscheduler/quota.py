@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from vscheduler.hookspecs import PERMIT, Reject, hookimpl
 from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.quantity import format_bytes, format_milli
-from vscheduler.resources import INF, MEMORY, PODS, Resource
+from vscheduler.resources import INF, MEMORY, PODS, Resource, share
 
-__all__ = ["QueueFigures", "QueueUsage", "admission", "amount_text", "capability_of",
+__all__ = ["QueueAttr", "QueueFigures", "QueueUsage", "admission", "amount_text", "capability_of",
            "inqueue_resource", "quota_exceeded", "real_capability", "resource_text",
            "without_gated"]
 
@@ -135,6 +135,40 @@ def real_capability(total: Resource, total_guarantee: Resource, guarantee: Resou
     if capability is not None:
         real.min_dimension(capability, missing_infinite=True)
     return real
+
+
+class QueueAttr:
+    """A queue's figures in one session, as the quota plugins keep them (proportion and
+    capacity extend it with what they compute on top: weight, deserved)."""
+
+    __slots__ = ("allocated", "capability", "deserved", "elastic", "guarantee", "inqueue",
+                 "name", "real_capability", "request", "share")
+
+    def __init__(self, queue: Queue, total: Resource, total_guarantee: Resource) -> None:
+        self.name = queue.name
+        self.guarantee = queue.guarantee.clone() if queue.guarantee else Resource()
+        self.capability = capability_of(queue)
+        self.real_capability = real_capability(total, total_guarantee, self.guarantee,
+                                               self.capability)
+        self.deserved = Resource()
+        self.allocated = Resource()
+        self.request = Resource()
+        self.inqueue = Resource()
+        self.elastic = Resource()
+        self.share = 0.0
+
+    def update_share(self) -> None:
+        """allocated / deserved on the resource where that is largest (0 if nothing is
+        deserved)."""
+        deserved, allocated = self.deserved, self.allocated
+        self.share = max((share(allocated.get(n), deserved.get(n)) for n in deserved.names()),
+                         default=0.0)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.name}: allocated "
+                f"{resource_text(self.allocated)}; deserved {resource_text(self.deserved)}; "
+                f"real capability {resource_text(self.real_capability)}; "
+                f"share {self.share:.3f})")
 
 
 class QueueUsage:
