@@ -264,18 +264,23 @@ class Cache:
             self._move(task, S.RELEASING, task.node_name)
 
     def set_podgroup_status(self, uid: str, phase: str, conditions: list[Condition]) -> bool:
-        """Take a PodGroup's new phase and conditions; whether they changed."""
+        """Take a PodGroup's new phase and conditions; whether its status (with its
+        running, succeeded and failed counts) differs from the one last written."""
         job = self.jobs.get(uid)
         if job is None:
             return False
+        counts = (job.count(S.RUNNING), job.count(S.SUCCEEDED), job.count(S.FAILED))
+        spec = self.podgroups.get(uid)
+        counted = spec is None or spec.counts == counts
+        if spec is not None:
+            spec.counts = counts
         if job.phase == phase and len(job.conditions) == len(conditions) and all(
                 a.same_as(b) for a, b in zip(job.conditions, conditions, strict=True)):
-            return False
+            return not counted
         self.generation += 1
         job.phase = phase
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
                           for c in conditions]
-        spec = self.podgroups.get(uid)
         if spec is not None:
             spec.phase = phase
             spec.conditions = [c.as_dict() for c in conditions]

@@ -390,9 +390,9 @@ def parse_node(obj: dict) -> NodeSpec:
 
 
 class PodGroupSpec:
-    __slots__ = ("annotations", "conditions", "creation", "min_member", "min_resources",
-                 "min_task_member", "name", "namespace", "phase", "priority_class_name",
-                 "queue", "schedule_timeout")
+    __slots__ = ("annotations", "conditions", "counts", "creation", "min_member",
+                 "min_resources", "min_task_member", "name", "namespace", "phase",
+                 "priority_class_name", "queue", "schedule_timeout")
 
     def __init__(self, **fields: Any) -> None:
         for slot in self.__slots__:
@@ -433,6 +433,9 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         queue=str(spec.get("queue") or ""),
         phase=str(status.get("phase") or "Pending"),
         conditions=conditions,
+        # (running, succeeded, failed) as the object says: what a status write compares to
+        counts=tuple(_int(status.get(k), f"status.{k}", 0) for k in
+                     ("running", "succeeded", "failed")),
         schedule_timeout=timeout,
     )
 

@@ -225,3 +225,13 @@ def test_a_bind_answered_409_is_not_retried_into_a_double_bind(server, daemon):
     server.create_all([node("n1", cpu="4"), pod("p", cpu="1")])
     wait_for(lambda: _bound(server)["p"] == 1, timeout=10)
     assert [b.code for b in server.bindings()] == [409, 201]
+
+
+def test_podgroup_status_follows_its_pods(server: FakeApiServer, daemon: Daemon):
+    server.create_all([node("n1", cpu="4"), *gang("g", 2, cpu="1")])
+    wait_for(lambda: len(_bound(server)) == 2)
+    for i in range(2):  # the kubelet reports the pods running
+        server.patch("Pod", "default", f"g-{i}", {"status": {"phase": "Running"}})
+    wait_for(lambda: (server.get("PodGroup", "default", "g").get("status") or {})
+             .get("running") == 2)
+    assert server.get("PodGroup", "default", "g")["status"]["phase"] == "Running"
