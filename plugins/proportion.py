@@ -97,20 +97,7 @@ class ProportionPlugin(QueueUsage, Plugin):
     def on_session_open(self, session: Session) -> None:
         self.session = session
         self.total = session.total_resource
-        total_guarantee = Resource()
-        for queue in session.queues.values():
-            if queue.guarantee is not None:
-                total_guarantee.add(queue.guarantee)
-        self.queue_attrs: dict[str, QueueAttr] = {}
-        for job in session.jobs.values():
-            queue = session.queues.get(job.queue)
-            if queue is None:
-                continue
-            attr = self.queue_attrs.get(queue.name)
-            if attr is None:
-                attr = self.queue_attrs[queue.name] = QueueAttr(queue, self.total,
-                                                                total_guarantee)
-            self.count_job(attr, job)
+        self.open_queues(session, QueueAttr)
         self._divide()
 
 

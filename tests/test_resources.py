@@ -99,7 +99,7 @@ def test_to_k8s_shortest_forms_sorted_zero_left_out() -> None:
 
 
 def test_to_k8s_leaves_out_infinite() -> None:
-    assert Resource.unlimited().to_k8s() == {}
+    assert Resource(float("inf"), float("inf")).to_k8s() == {}
 
 
 @pytest.mark.parametrize(
@@ -218,7 +218,8 @@ def test_less_equal_missing_scalar_zero_or_infinite() -> None:
 
 
 def test_unlimited_holds_any_request() -> None:
-    assert res(10**9, 2**50, gpu=10**6).less_equal(Resource.unlimited(), missing_infinite=True)
+    assert res(10**9, 2**50, gpu=10**6).less_equal(Resource(float("inf"), float("inf")),
+                                                   missing_infinite=True)
 
 
 def test_first_insufficient() -> None:

@@ -288,12 +288,6 @@ class Cache:
 
     # ---------------------------------------------------------------- snapshot
 
-    def queue_of(self, name: str) -> Queue | None:
-        queue = self.queues.get(name)
-        if queue is None and name == self.default_queue:
-            return Queue(name)
-        return queue
-
     def has_work(self) -> bool:
         """Whether a session could decide anything: a PodGroup waits for admission or a
         pod of ours waits for a node. (Without either, actions have nothing to do, and

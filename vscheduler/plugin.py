@@ -21,24 +21,18 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from vscheduler.quantity import QuantityError, parse_quantity
-
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["Action", "Argument", "ArgumentError", "Plugin", "Quantity", "check_arguments"]
+__all__ = ["Action", "Argument", "ArgumentError", "Plugin", "check_arguments"]
 
 
 class ArgumentError(ValueError):
     """An argument of the wrong type or value."""
 
 
-class Quantity:
-    """Argument type: a Kubernetes quantity, kept as written."""
-
-
 _TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-               dict: "a map", list: "a list", Quantity: "a quantity"}
+               dict: "a map", list: "a list"}
 
 
 def _number(raw: Any) -> float | None:
@@ -91,15 +85,8 @@ class Argument:
         elif kind is dict:
             if isinstance(raw, Mapping):
                 return dict(raw)
-        elif kind is list:
-            if isinstance(raw, list):
-                return raw
-        elif kind is Quantity:
-            try:
-                parse_quantity(raw)
-                return raw
-            except QuantityError as err:
-                raise ArgumentError(str(err)) from None
+        elif kind is list and isinstance(raw, list):
+            return raw
         raise ArgumentError(f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {raw!r}")
 
 

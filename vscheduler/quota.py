@@ -6,14 +6,14 @@ Volcano's rules: a quota check is strict, looks only at the resources a request 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from vscheduler.hookspecs import PERMIT, Reject, hookimpl
 from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.quantity import format_bytes, format_milli
 from vscheduler.resources import INF, MEMORY, PODS, Resource, share
 
-__all__ = ["QueueAttr", "QueueFigures", "QueueUsage", "admission", "amount_text", "capability_of",
+__all__ = ["QueueAttr", "QueueUsage", "admission", "amount_text", "capability_of",
            "inqueue_resource", "quota_exceeded", "real_capability", "resource_text",
            "without_gated"]
 
@@ -23,17 +23,8 @@ if TYPE_CHECKING:
 S = TaskStatus
 
 
-class QueueFigures(Protocol):
-    """What a quota plugin keeps of a queue, as admission reads it."""
-
-    allocated: Resource
-    inqueue: Resource
-    elastic: Resource
-    real_capability: Resource
-
-
 def admission(session: Session, job: Job, queue: Queue | None,
-              figures: QueueFigures | None) -> int | Reject:
+              figures: QueueAttr | None) -> int | Reject:
     """Volcano's admission by queue quota (proportion, capacity): the job's
     minResources, with what the queue holds and has admitted, less what running jobs
     hold beyond their minimum, must fit the queue's real capability. A refusal is also a
@@ -180,6 +171,23 @@ class QueueUsage:
 
     session: Session
     queue_attrs: dict[str, Any]
+
+    def open_queues(self, session: Session, attr_type: type[QueueAttr]) -> None:
+        """The figures of every queue that has jobs in the session, counted from them."""
+        total_guarantee = Resource()
+        for queue in session.queues.values():
+            if queue.guarantee is not None:
+                total_guarantee.add(queue.guarantee)
+        self.queue_attrs = {}
+        for job in session.jobs.values():
+            queue = session.queues.get(job.queue)
+            if queue is None:
+                continue
+            attr = self.queue_attrs.get(queue.name)
+            if attr is None:
+                attr = self.queue_attrs[queue.name] = attr_type(
+                    queue, session.total_resource, total_guarantee)
+            self.count_job(attr, job)
 
     @staticmethod
     def count_job(attr: Any, job: Job) -> None:

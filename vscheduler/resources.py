@@ -72,12 +72,6 @@ class Resource:
                 raise QuantityError(f"resource {name}: negative quantity {quantity!r}")
         return result
 
-    @classmethod
-    def unlimited(cls) -> Resource:
-        """A resource that every request fits in (cpu and memory infinite, scalars missing,
-        to be compared with `missing_infinite=True`)."""
-        return cls(INF, INF)
-
     def clone(self) -> Resource:
         return Resource(self.cpu, self.memory, dict(self.scalars))
 
