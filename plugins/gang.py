@@ -86,14 +86,19 @@ class GangPlugin(Plugin):
             if not job.tasks or job.bare:
                 continue
             if job.is_ready():
-                job.set_condition(Condition("Scheduled", "True",
-                                            "tasks in gang are ready to be scheduled", "",
-                                            session.uid))
+                # Written only when it changes: a job left as it was is not copied anew
+                # by the next snapshot.
+                scheduled = Condition("Scheduled", "True",
+                                      "tasks in gang are ready to be scheduled", "",
+                                      session.uid)
+                if not any(c.same_as(scheduled) for c in job.conditions):
+                    job.set_condition(scheduled)
                 # An Unschedulable condition of an earlier session no longer holds
                 # (Volcano leaves it True beside Scheduled).
-                for condition in job.conditions:
-                    if condition.type == "Unschedulable" and condition.status == "True":
-                        condition.status = "False"
+                for c in job.conditions:
+                    if c.type == "Unschedulable" and c.status == "True":
+                        job.set_condition(Condition(c.type, "False", c.reason, c.message,
+                                                    session.uid))
                 continue
             releasing = any(t.node_name for t in job.tasks_in(S.RELEASING))
             waiting = job.count(S.PENDING | S.PIPELINED)

@@ -60,6 +60,10 @@ class Cache:
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
+        # The last snapshot, whose unchanged copies the next one hands on, and the task
+        # copies of its jobs by pod key.
+        self._previous: Snapshot | None = None
+        self._task_clones: dict[str, Task] = {}
         # Counts every change; a session over a cache that did not change since the last
         # one, with no work pending, would decide nothing (see `has_work`).
         self.generation = 0
@@ -179,6 +183,7 @@ class Cache:
         if job is None:
             job = Job(spec.namespace, spec.name, self.default_queue)
             self.jobs[uid] = job
+        job.dirty = True
         job.queue = spec.queue or self.default_queue
         job.min_available = spec.min_member
         job.min_task_member = spec.min_task_member
@@ -255,6 +260,7 @@ class Cache:
         job = self.jobs.get(task.job_id)
         if job is not None and job.bare:
             job.phase = "Running"
+            job.dirty = True
 
     def set_releasing(self, key: str) -> None:
         """An eviction was sent: the pod is terminating."""
@@ -278,6 +284,7 @@ class Cache:
                 a.same_as(b) for a, b in zip(job.conditions, conditions, strict=True)):
             return not counted
         self.generation += 1
+        job.dirty = True
         job.phase = phase
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
                           for c in conditions]
@@ -294,12 +301,24 @@ class Cache:
         the statuses a session writes only change when the cache does.)"""
         return any(job.is_pending() or job.count(S.PENDING) for job in self.jobs.values())
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, reuse: bool = True) -> Snapshot:
+        """The jobs and nodes a session may change, copied from the cache.
+
+        Copy-on-write across sessions: a job or node that neither the cache nor the last
+        session changed since the last snapshot (see `dirty`) keeps the copy that
+        snapshot made, so a snapshot costs what changed plus one pass over the names.
+        The last session must have ended. `reuse=False` copies everything and leaves
+        what the next snapshot reuses alone (tests compare the two)."""
         queues = dict(self.queues)
         if self.default_queue not in queues:
             queues[self.default_queue] = Queue(self.default_queue)
         default_priority = self._global_default()
+        previous = self._previous if reuse else None
+        old_jobs = previous.jobs if previous else {}
+        old_nodes = previous.nodes if previous else {}
         jobs: dict[str, Job] = {}
+        copied: list[Job] = []  # jobs copied anew
+        dropped: list[Job] = []  # the last snapshot's copies that are not handed on
         skipped: dict[str, tuple[Task, str]] = {}
         warnings: list[tuple[str, str, str]] = []
         for uid in sorted(self.jobs):
@@ -316,17 +335,57 @@ class Cache:
                     f"PodGroup/{uid}"
                 warnings.append((obj, "QueueNotFound", message))
                 continue
-            clone = job.clone()
+            clone = old_jobs.get(uid)
+            if clone is not None and not (clone.dirty or job.dirty):
+                # What sessions change without marking the job dirty is reset.
+                clone.phase = job.phase
+                if clone.fit_errors:
+                    clone.fit_errors = {}
+            else:
+                if clone is not None:
+                    dropped.append(clone)
+                clone = job.clone()
+                copied.append(clone)
+            if reuse:
+                job.dirty = False
             pc = self.priority_classes.get(job.priority_class_name)
             clone.priority = pc.value if pc else (default_priority.value
                                                   if default_priority else 0)
             jobs[uid] = clone
-        nodes = {name: node.clone() for name, node in self.nodes.items()}
+        dropped.extend(job for uid, job in old_jobs.items() if uid not in jobs)
         # Tasks in the snapshot's jobs must be the same objects the snapshot's nodes hold,
         # so a session's changes to one are seen by the other.
-        by_key = {t.key: t for job in jobs.values() for t in job.tasks.values()}
-        for node in nodes.values():
-            for key, (_, status) in node.tasks.items():
-                if key in by_key:
-                    node.tasks[key] = (by_key[key], status)
-        return Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped, warnings)
+        clones = self._task_clones if reuse else {}
+        for job in dropped:
+            for task in job.tasks.values():
+                if clones.get(task.key) is task:
+                    del clones[task.key]
+        for job in copied:
+            for task in job.tasks.values():
+                clones[task.key] = task
+        nodes: dict[str, Node] = {}
+        for name, node in self.nodes.items():
+            clone = old_nodes.get(name)
+            if clone is None or clone.dirty or node.dirty:
+                clone = node.clone()
+                for key, (_, status) in node.tasks.items():
+                    task = clones.get(key)
+                    if task is not None:
+                        clone.tasks[key] = (task, status)
+            if reuse:
+                node.dirty = False
+            nodes[name] = clone
+        # A node copy handed on may still hold the task copies of jobs copied anew.
+        for job in (*dropped, *copied):
+            for task in job.tasks.values():
+                node = nodes.get(task.node_name)
+                entry = node.tasks.get(task.key) if node is not None else None
+                if entry is not None:
+                    current = clones.get(task.key) or self.tasks.get(task.key)
+                    if current is not None and current is not entry[0]:
+                        node.tasks[task.key] = (current, entry[1])
+        snapshot = Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped,
+                            warnings)
+        if reuse:
+            self._previous = snapshot
+        return snapshot

@@ -273,6 +273,7 @@ class Job:
         "bare",
         "conditions",
         "creation",
+        "dirty",
         "fit_errors",
         "min_available",
         "min_resources",
@@ -323,10 +324,14 @@ class Job:
         self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
         self.fit_errors: dict[str, NodeFitErrors] = {}
+        # Changed since it was copied (or, in the cache, since the last snapshot): a
+        # snapshot copies it anew instead of handing on the last session's copy.
+        self.dirty = True
 
     # ---------------------------------------------------------------- tasks
 
     def add_task(self, task: Task) -> None:
+        self.dirty = True
         self.tasks[task.uid] = task
         self._by_status.setdefault(task.status, {})[task.uid] = task
         if task.status & ALLOCATED_STATUSES:
@@ -336,6 +341,7 @@ class Job:
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return
+        self.dirty = True
         self._by_status.get(stored.status, {}).pop(stored.uid, None)
         if stored.status & ALLOCATED_STATUSES:
             self.allocated.sub(stored.resreq)
@@ -345,6 +351,7 @@ class Job:
         old = task.status
         if old == status:
             return
+        self.dirty = True
         bucket = self._by_status.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)
@@ -474,6 +481,7 @@ class Job:
         return message
 
     def set_condition(self, condition: Condition) -> None:
+        self.dirty = True
         for i, existing in enumerate(self.conditions):
             if existing.type == condition.type:
                 self.conditions[i] = condition
@@ -498,6 +506,7 @@ class Job:
         job.fit_errors = {}
         for task in self.tasks.values():
             job.add_task(task.clone())
+        job.dirty = False
         return job
 
     def __repr__(self) -> str:
@@ -519,6 +528,7 @@ class Node:
     __slots__ = (
         "allocatable",
         "changes",
+        "dirty",
         "idle",
         "labels",
         "max_pods",
@@ -555,6 +565,8 @@ class Node:
         # A session's log of changed nodes (names), so node searches can revisit only
         # the nodes that changed; None outside a session.
         self.changes: list[str] | None = None
+        # Changed since it was copied (or, in the cache, since the last snapshot).
+        self.dirty = True
 
     def future_idle(self) -> Resource:
         """What will be free once releasing pods are gone and pipelined ones placed."""
@@ -596,6 +608,7 @@ class Node:
             self.idle.sub(req)
             self.used.add(req)
         self.tasks[task.key] = (task, status)
+        self.dirty = True
         if self.changes is not None:
             self.changes.append(self.name)
 
@@ -614,6 +627,7 @@ class Node:
         else:
             self.idle.add(req)
             self.used.sub(req)
+        self.dirty = True
         if self.changes is not None:
             self.changes.append(self.name)
 
@@ -624,6 +638,7 @@ class Node:
         entry = self.tasks.get(task.key)
         if entry is not None and _charged_alike(entry[1], task.status):
             self.tasks[task.key] = (task, task.status)
+            self.dirty = True
             return
         self.remove_task(task)
         self.add_task(task)
@@ -645,6 +660,7 @@ class Node:
         node.pipelined = self.pipelined.clone()
         node.tasks = dict(self.tasks)
         node.changes = None
+        node.dirty = False
         return node
 
     def __repr__(self) -> str:

@@ -478,7 +478,8 @@ class Session:
         for uid, job in self.jobs.items():
             job.phase = self._podgroup_phase(job)
             if not job.bare:
-                result.podgroups[uid] = (job.phase, job.conditions)
+                # (a copy: the job may be handed on to the next session)
+                result.podgroups[uid] = (job.phase, list(job.conditions))
             # Allocated but never committed (the job only got pipelined): nothing was
             # decided for these, so they are pending too, with where they could go.
             for task in job.tasks_in(S.ALLOCATED):
