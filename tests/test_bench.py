@@ -52,3 +52,14 @@ def test_sampling_sizes_follow_volcano():
     assert sampling.nodes_to_find(100_000) == 5000
     assert NodeSampling(percentage=100).nodes_to_find(5000) == 5000
     assert NodeSampling(percentage=20).nodes_to_find(5000) == 1000
+
+
+def test_churn_brings_new_pods_to_every_later_session(capsys):
+    assert main(["bench", "--nodes", "20", "--jobs", "0", "--running", "40", "--sessions",
+                 "3", "--churn", "4", "--no-memory", "--output", "json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    first, *later = figures["sessions"]
+    assert first["binds"] == 0
+    # the arrivals are placed; the pods that finished made room
+    assert [s["binds"] for s in later] == [4, 4]
+    assert all("snapshot" in s["phases_ms"] for s in later)

@@ -4,6 +4,9 @@ The cluster is built from a seed (same flags, same cluster, same decisions): GPU
 of several card models (every `--mig-every`th node split into MIG slices), queues with
 card quotas, gang jobs already running and gang jobs pending. Objects go through the
 same parsing and cache as manifests do, so the figures are those of the real path.
+
+`--churn N` measures the steady state: before every session after the first, N running
+pods finish and N new pods arrive, so each session has work but little changed.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class BenchSpec:
     tasks_per_job: int = 4
     running: int = 200
     sessions: int = 1
+    churn: int = 0
     seed: int = 1
     card_models: tuple[str, ...] = field(default=CARD_MODELS)
 
@@ -73,14 +77,17 @@ def _pod(name: str, namespace: str, group: str, queue: str, card: str, resource_
         "schedulerName": SCHEDULER, "priorityClassName": priority_class,
         "containers": [{"name": "main", "image": "trainer", "resources": {"requests": {
             "cpu": str(cpu), "memory": f"{memory_gi}Gi", resource_name: "1"}}}]}
+    annotations = {"volcano.sh/card.name": card}
+    if group:
+        annotations["scheduling.k8s.io/group-name"] = group
+    else:
+        annotations["scheduling.volcano.sh/queue-name"] = queue
     status = {"phase": "Pending"}
     if node:
         spec["nodeName"] = node
         status["phase"] = "Running"
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "namespace": namespace,
-        "annotations": {"scheduling.k8s.io/group-name": group,
-                        "volcano.sh/card.name": card}},
+        "name": name, "namespace": namespace, "annotations": annotations},
         "spec": spec, "status": status}
 
 
@@ -188,7 +195,10 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     del listed
     gc.collect()
     sessions = []
-    for _ in range(spec.sessions):
+    rng = random.Random(spec.seed)
+    for number in range(spec.sessions):
+        if number and spec.churn:
+            _churn(simulation, spec, rng, number)
         started = time.perf_counter()
         result = simulation.step()
         total = time.perf_counter() - started
@@ -215,12 +225,39 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     }
 
 
+def _churn(simulation: Simulation, spec: BenchSpec, rng: random.Random, number: int) -> None:
+    """`spec.churn` running pods finish, and as many new pods (jobs of one) arrive."""
+    cache = simulation.cache
+    running = sorted(key for key, task in cache.tasks.items() if task.node_name)
+    for key in rng.sample(running, min(spec.churn, len(running))):
+        cache.delete_pod(key)
+    nodes = sorted(cache.nodes)
+    arrivals = []
+    for i in range(spec.churn):
+        node = cache.nodes[rng.choice(nodes)]
+        card, resource_name = _card_of(node.labels, node.allocatable.scalars)
+        arrivals.append((f"churn#{number}.{i}", _pod(
+            f"arrival-{number:04d}-{i:04d}", "bench", "", f"queue-{i % max(spec.queues, 1)}",
+            card, resource_name, 2, 8, "normal")))
+    simulation.load(arrivals)
+
+
+def _card_of(labels: dict[str, str], allocatable: dict[str, float]) -> tuple[str, str]:
+    """The card name and resource a pod asks for to land on a node like this one."""
+    model = labels.get("nvidia.com/gpu.product", CARD_MODELS[0])
+    mig = f"nvidia.com/mig-{MIG_PROFILE}"
+    if mig in allocatable:
+        return f"{model}/mig-{MIG_PROFILE}-mixed", mig
+    return model, "nvidia.com/gpu"
+
+
 def render(figures: dict[str, Any]) -> str:
     spec = figures["spec"]
     lines = [
         f"cluster: {spec['nodes']} nodes, {figures['pods']} pods "
         f"({spec['running']} running, {spec['jobs']} pending jobs x {spec['tasks_per_job']} "
-        f"tasks), {spec['queues']} queues, seed {spec['seed']}",
+        f"tasks), {spec['queues']} queues, seed {spec['seed']}"
+        + (f", churn {spec['churn']} pods per session" if spec.get("churn") else ""),
         f"load: {figures['load_ms']:.0f} ms; cache: "
         f"{figures['cache_bytes_per_pod'] or '-'} bytes/pod; peak RSS "
         f"{figures['peak_rss_mib']} MiB",

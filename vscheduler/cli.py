@@ -69,7 +69,8 @@ def _bench(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     spec = BenchSpec(nodes=args.nodes, gpus_per_node=args.gpus_per_node, queues=args.queues,
                      jobs=args.jobs, tasks_per_job=args.tasks_per_job, running=args.running,
-                     sessions=args.sessions, seed=args.seed, mig_every=args.mig_every)
+                     sessions=args.sessions, churn=args.churn, seed=args.seed,
+                     mig_every=args.mig_every)
     figures = run_bench(spec, conf, measure_memory=not args.no_memory,
                         node_sampling=_sampling(args))
     if args.output == "json":
@@ -206,6 +207,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--tasks-per-job", type=int, default=4)
     bench.add_argument("--running", type=int, default=200, help="pods already running")
     bench.add_argument("--sessions", type=int, default=1)
+    bench.add_argument("--churn", type=int, default=0, metavar="N",
+                       help="before each session after the first, N running pods finish "
+                            "and N new pods arrive (the steady state)")
     bench.add_argument("--seed", type=int, default=1)
     bench.add_argument("--conf", help="conf to run (default: Volcano's default conf with "
                                       "capacity-card)")
