@@ -5,16 +5,23 @@ them together) and *pipelined* once they are placed or waiting on releasing reso
 A job with fewer valid tasks than minAvailable is not scheduled. Victims are taken only
 from a job's tasks beyond its minAvailable. At close, a job that is not ready gets an
 `Unschedulable` condition saying how many tasks are missing and why.
+
+scheduleTimeoutSeconds (seed 001): a PodGroup still short of minAvailable that long after
+its creation is given up. It is no longer admitted or placed (what a session had placed
+for it is released), and it is marked failed: an `Unschedulable` condition with reason
+`ScheduleTimeout` and one Warning event. Volcano's PodGroup has no failed phase, so the
+phase stays what it was; deleting and re-creating the PodGroup starts it over.
 """
 
 from __future__ import annotations
 
 from vscheduler.framework.session import Session
-from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.hookspecs import ABSTAIN, PERMIT, Reject, Vote, hookimpl
 from vscheduler.model import Condition, Job, Task, TaskStatus
 from vscheduler.plugin import Plugin
 
 S = TaskStatus
+TIMEOUT_REASON = "ScheduleTimeout"
 
 
 class GangPlugin(Plugin):
@@ -24,8 +31,21 @@ class GangPlugin(Plugin):
     def on_session_open(self, session: Session) -> None:
         self.session = session
 
+    def _timed_out(self, job: Job) -> str | None:
+        """Why the job is given up, if it passed its scheduleTimeoutSeconds unready."""
+        timeout = job.schedule_timeout
+        if timeout is None or self.session.now - job.creation <= timeout:
+            return None
+        if job.ready_task_num() >= job.min_available:
+            return None
+        return (f"PodGroup scheduling timed out: fewer than {job.min_available} pods "
+                f"scheduled within scheduleTimeoutSeconds {timeout}")
+
     @hookimpl
     def job_valid(self, job: Job) -> tuple[str, str] | None:
+        timed_out = self._timed_out(job)
+        if timed_out:
+            return (TIMEOUT_REASON, timed_out)
         if not job.check_task_valid():
             return ("NotEnoughPodsOfTask",
                     "Not enough valid pods of each task for gang-scheduling")
@@ -71,6 +91,11 @@ class GangPlugin(Plugin):
         return job.check_task_ready() and job.is_ready()
 
     @hookimpl
+    def job_enqueueable(self, job: Job) -> Vote:
+        timed_out = self._timed_out(job)
+        return Reject(timed_out) if timed_out else ABSTAIN
+
+    @hookimpl
     def job_pipelined(self, job: Job) -> Vote:
         if job.check_task_pipelined() and job.is_pipelined():
             return PERMIT
@@ -84,6 +109,14 @@ class GangPlugin(Plugin):
     def on_session_close(self, session: Session) -> None:
         for job in session.jobs.values():
             if not job.tasks or job.bare:
+                continue
+            timed_out = self._timed_out(job)
+            if timed_out:
+                if not any(c.reason == TIMEOUT_REASON and c.status == "True"
+                           for c in job.conditions):
+                    session.timed_out(job, timed_out)
+                    job.set_condition(Condition("Unschedulable", "True", TIMEOUT_REASON,
+                                                timed_out, session.uid))
                 continue
             if job.is_ready():
                 # Written only when it changes: a job left as it was is not copied anew

@@ -191,6 +191,7 @@ class Cache:
         job.priority_class_name = spec.priority_class_name
         job.phase = spec.phase
         job.creation = spec.creation
+        job.schedule_timeout = spec.schedule_timeout
         job.annotations = spec.annotations
         job.preemptable = spec.annotations.get("volcano.sh/preemptable", "").lower() == "true"
         job.conditions = [Condition(c["type"], c["status"], c["reason"], c["message"])

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from vscheduler.conf import ConfError, load_conf, parse_conf
 from vscheduler.framework.placement import NodeSampling
+from vscheduler.objects import timestamp_of
 from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
 from vscheduler.report import render_text
 from vscheduler.simulate import Simulation, load_manifests
@@ -33,7 +34,7 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"vscheduler: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
         return EXIT_USAGE
     names = tuple(args.scheduler_name or ["vscheduler"])
-    simulation = Simulation(conf, names, args.default_queue, _sampling(args))
+    simulation = Simulation(conf, names, args.default_queue, _sampling(args), args.now)
     simulation.load(objects, problems)
     report = simulation.run(args.sessions).as_dict()
     if args.output == "json":
@@ -41,6 +42,13 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         print(render_text(report), end="")
     return 0
+
+
+def _time(text: str) -> float:
+    stamp = timestamp_of({"metadata": {"creationTimestamp": text}})
+    if stamp is None:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}")
+    return stamp
 
 
 def _sampling(args: argparse.Namespace) -> NodeSampling:
@@ -190,6 +198,10 @@ def _parser() -> argparse.ArgumentParser:
                                "default vscheduler)")
     simulate.add_argument("--default-queue", default="default", metavar="NAME",
                           help="queue of jobs that name none (default: default)")
+    simulate.add_argument("--now", type=_time, metavar="TIME",
+                          help="the clock at the first session, as an RFC 3339 time "
+                               "(default: the newest creationTimestamp in the files); it "
+                               "moves one second a session")
     simulate.add_argument("--output", choices=("text", "json"), default="text")
     _add_sampling_flags(simulate)
     simulate.set_defaults(run=_simulate)

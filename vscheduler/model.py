@@ -285,6 +285,7 @@ class Job:
         "priority",
         "priority_class_name",
         "queue",
+        "schedule_timeout",
         "tasks",
         "uid",
     )
@@ -320,6 +321,8 @@ class Job:
         self.preemptable = preemptable
         self.annotations = annotations or {}
         self.bare = bare
+        # seconds from creation to give up scheduling it (scheduleTimeoutSeconds)
+        self.schedule_timeout: int | None = None
         self.tasks: dict[str, Task] = {}
         self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
@@ -494,7 +497,8 @@ class Job:
         job = Job.__new__(Job)
         for slot in ("uid", "namespace", "name", "queue", "min_available",
                      "min_task_member", "min_resources", "priority_class_name", "priority",
-                     "phase", "creation", "preemptable", "annotations", "bare"):
+                     "phase", "creation", "preemptable", "annotations", "bare",
+                     "schedule_timeout"):
             setattr(job, slot, getattr(self, slot))
         job.conditions = [
             Condition(c.type, c.status, c.reason, c.message, c.transition_id)

@@ -30,6 +30,7 @@ __all__ = [
     "parse_podgroup",
     "parse_priority_class",
     "parse_queue",
+    "timestamp_of",
 ]
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -131,6 +132,15 @@ def metadata(obj: dict) -> tuple[str, str, dict]:
         raise BadObject("metadata.name: missing")
     namespace = meta.get("namespace") or "default"
     return str(namespace), name, meta
+
+
+def timestamp_of(obj: dict) -> float | None:
+    """An object's creationTimestamp (seconds since the epoch), None if it has none or it
+    cannot be read."""
+    try:
+        return _timestamp(_map(obj.get("metadata"), "metadata"))
+    except BadObject:
+        return None
 
 
 def creation_of(obj: dict, fallback: float) -> float:
@@ -416,6 +426,10 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
     if spec.get("minResources") is not None:
         min_resources = _resources(spec.get("minResources"), "spec.minResources")
     timeout = _int(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds")
+    if timeout is not None and (timeout <= 0 or _timestamp(meta) is None):
+        # Counted from creationTimestamp: without one (simulate's files may have none)
+        # there is nothing to count from.
+        timeout = None
     conditions = []
     for cond in _list(status.get("conditions"), "status.conditions"):
         cond = _map(cond, "status.conditions[]")

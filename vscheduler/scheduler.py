@@ -11,6 +11,7 @@ receiver that fails puts the cache back (see the daemon).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from vscheduler.cache import Cache
@@ -59,8 +60,10 @@ class Scheduler:
     def __init__(self, cache: Cache, conf: SchedulerConf, *, binder: Binder,
                  evictor: Evictor, status: StatusWriter, events: EventSink,
                  default_queue: str = "default",
-                 node_sampling: NodeSampling | None = None) -> None:
+                 node_sampling: NodeSampling | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.cache = cache
+        self.clock = clock
         self.conf = conf
         self.binder = binder
         self.evictor = evictor
@@ -87,7 +90,8 @@ class Scheduler:
         snapshot = cache.snapshot()
         snapshot_seconds = time.perf_counter() - started
         session = Session(snapshot, self.conf, default_queue=self.default_queue,
-                          uid=f"session-{self.sessions}", node_sampling=self.node_sampling)
+                          uid=f"session-{self.sessions}", node_sampling=self.node_sampling,
+                          now=self.clock())
         result = session.run()
         self.timings = {"snapshot": snapshot_seconds, **session.timings}
         self._apply(session, result)

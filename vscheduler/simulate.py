@@ -1,7 +1,9 @@
 """`vscheduler simulate`: the real sessions on manifest files, with no cluster.
 
 The world moves between sessions as a cluster would: bound pods start running, evicted
-pods terminate and are gone, pipelined pods wait for what they wait on. Decisions are
+pods terminate and are gone, pipelined pods wait for what they wait on. Its clock starts
+at the newest creationTimestamp in the files (or `now`) and moves one second a session,
+Volcano's default period, so timeouts are decided the same way every run. Decisions are
 applied in memory by the same cache methods the daemon calls when the API server
 confirms them.
 """
@@ -26,6 +28,7 @@ from vscheduler.objects import (
     parse_podgroup,
     parse_priority_class,
     parse_queue,
+    timestamp_of,
 )
 from vscheduler.resources import Resource
 from vscheduler.scheduler import Scheduler
@@ -183,15 +186,19 @@ class Simulation:
 
     def __init__(self, conf: SchedulerConf, scheduler_names: tuple[str, ...] = ("vscheduler",),
                  default_queue: str = "default",
-                 node_sampling: NodeSampling | None = None) -> None:
+                 node_sampling: NodeSampling | None = None, now: float | None = None) -> None:
         self.conf = conf
+        # seconds since the epoch; None until set by `now` or the files' timestamps
+        self.now = now
+        self._fixed_start = now is not None
         self.cache = Cache(scheduler_names, default_queue)
         self.report = Report()
         self._world = _InMemory(self.report)
         self.scheduler = Scheduler(self.cache, conf, binder=self._world,
                                    evictor=self._world, status=self._world,
                                    events=self._world, default_queue=default_queue,
-                                   node_sampling=node_sampling)
+                                   node_sampling=node_sampling,
+                                   clock=lambda: self.now or 0.0)
 
     @property
     def timings(self) -> dict[str, float]:
@@ -208,9 +215,17 @@ class Simulation:
         for index, (where, obj) in ranked:
             try:
                 self._add(obj, float(index))
+                self._see_time(obj)
             except BadObject as err:
                 self.report.add_event(Event(_describe(obj), "Warning", "BadObject",
                                             f"{where}: {_describe(obj)} skipped: {err}"))
+
+    def _see_time(self, obj: dict) -> None:
+        if self._fixed_start or self.report.sessions:
+            return
+        stamp = timestamp_of(obj)
+        if stamp is not None and (self.now is None or stamp > self.now):
+            self.now = stamp
 
     def _add(self, obj: dict, order: float) -> None:
         kind = obj.get("kind")
@@ -231,6 +246,8 @@ class Simulation:
     def step(self) -> SessionResult:
         """Let time pass, then run one session and apply its decisions."""
         self._advance()
+        if self.report.sessions and self.now is not None:
+            self.now += 1.0
         self.report.sessions += 1
         result = self.scheduler.run_once()
         if result is None:

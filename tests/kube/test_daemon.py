@@ -235,3 +235,20 @@ def test_podgroup_status_follows_its_pods(server: FakeApiServer, daemon: Daemon)
     wait_for(lambda: (server.get("PodGroup", "default", "g").get("status") or {})
              .get("running") == 2)
     assert server.get("PodGroup", "default", "g")["status"]["phase"] == "Running"
+
+
+def test_a_gang_past_its_schedule_timeout_is_marked_and_counted(server, daemon):
+    group = gang("stuck", 3, cpu="1")
+    group[0]["spec"]["scheduleTimeoutSeconds"] = 1
+    server.create_all([node("n1", cpu="2"), *group])
+
+    def reasons() -> set[str]:
+        status = server.get("PodGroup", "default", "stuck").get("status") or {}
+        return {c.get("reason") for c in status.get("conditions", [])}
+
+    wait_for(lambda: "ScheduleTimeout" in reasons(), timeout=10)
+    wait_for(lambda: daemon.metrics.registry.get_sample_value(
+        "podgroup_scheduling_timeout_total") == 1.0)
+    events = [e for e in server.events() if e["reason"] == "ScheduleTimeout"]
+    assert len(events) == 1 and events[0]["type"] == "Warning"
+    assert not server.bindings()

@@ -73,7 +73,7 @@ class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
     __slots__ = ("binds", "events", "evictions", "nominated", "pending", "pending_jobs",
-                 "pipelined", "podgroups", "queue_cards", "queues")
+                 "pipelined", "podgroups", "queue_cards", "queues", "timeouts")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
@@ -91,6 +91,8 @@ class SessionResult:
         # queue -> card name -> cards allocated (whole units), from a card-aware plugin
         self.queue_cards: dict[str, dict[str, float]] = {}
         self.events: list[Event] = []
+        # PodGroups that passed their scheduleTimeoutSeconds in this session
+        self.timeouts: list[str] = []
 
 
 def _first_nonzero(fns: list[Callable[..., int]]) -> Callable[..., int]:
@@ -113,8 +115,11 @@ class Session:
 
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *,
                  default_queue: str = "default", uid: str = "",
-                 node_sampling: NodeSampling | None = None) -> None:
+                 node_sampling: NodeSampling | None = None, now: float = 0.0) -> None:
         self.uid = uid or f"session-{next(_SESSION_COUNTER)}"
+        # The time the session decides at (seconds since the epoch), for timeouts; the
+        # daemon's wall clock, or simulate's clock.
+        self.now = now
         self.conf = conf
         self.default_queue = default_queue
         self.jobs: dict[str, Job] = snapshot.jobs
@@ -416,6 +421,11 @@ class Session:
         self.result.evictions.append(Eviction(task.key, task.node_name, action, by))
         message = f"Pod is evicted, because of {action}" + (f" for {by}" if by else "")
         self.event(f"Pod/{task.key}", "Warning", "Evict", message)
+
+    def timed_out(self, job: Job, message: str) -> None:
+        """`job` passed its scheduleTimeoutSeconds in this session (once per PodGroup)."""
+        self.result.timeouts.append(job.uid)
+        self.event(f"PodGroup/{job.uid}", "Warning", "ScheduleTimeout", message)
 
     # ================================================================ reasons
 

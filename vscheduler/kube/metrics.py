@@ -46,8 +46,6 @@ class Metrics:
                                    "From a PodGroup's creation to its pods being bound",
                                    buckets=(1, 5, 10, 30, 60, 300, 600, 1800, 3600),
                                    registry=r)
-        # Exported for dashboards that expect it; stays 0 until scheduleTimeoutSeconds
-        # is acted on (not yet).
         self.timeouts = Counter("podgroup_scheduling_timeout_total",
                                 "PodGroups that passed scheduleTimeoutSeconds", registry=r)
         self.queue_cpu = Gauge("volcano_queue_allocated_milli_cpu",
@@ -70,6 +68,7 @@ class Metrics:
             if name not in ("snapshot", "open", "close"):
                 self.action.labels(name).observe(seconds * 1000)
         self.binds.inc(len(result.binds))
+        self.timeouts.inc(len(result.timeouts))
         for eviction in result.evictions:
             self.evictions.labels(eviction.action).inc()
         self.pending.set(len(result.pending))
