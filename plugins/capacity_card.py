@@ -204,6 +204,29 @@ class TaskCards:
         self.unfit: Unfit | None = None
 
 
+class JobCards:
+    """What a job counts, as the session opened: its queue's share of what it holds
+    (`held`), its use of the cluster (`used`), what it could give back (`elastic`),
+    its minimum with why its card request cannot be used, what it is still owed of that
+    minimum once admitted (None if not admitted), and its placed cards per card in whole
+    cards. Kept in `Job.memo` with what it depends on beyond the job (the nodes' specs
+    and the plugin's arguments), for the next session to reuse."""
+
+    __slots__ = ("args", "cards", "cluster_owed", "elastic", "held", "minimum",
+                 "node_specs", "owed", "used")
+
+    def __init__(self, node_specs: int, args: dict) -> None:
+        self.node_specs = node_specs
+        self.args = args
+        self.held = Resource()
+        self.used = Resource()
+        self.elastic = Resource()
+        self.minimum: tuple[Resource, str | None] = (Resource(), None)
+        self.owed: Resource | None = None
+        self.cluster_owed: Resource | None = None
+        self.cards: dict[str, float] = {}
+
+
 # --------------------------------------------------------------------------- plugin
 
 
@@ -245,7 +268,8 @@ class CapacityCardPlugin(Plugin):
             self._count_job(job)
 
     def _read_nodes(self, nodes: list[Node]) -> None:
-        """Each node's cards, which resource names are cards, and the cluster total."""
+        """Each node's cards (read once per node: see `Node.memo`), which resource names
+        are cards, and the cluster total."""
         self.node_cards: dict[str, NodeCards | None] = {}
         # node -> its resource -> card map (empty for a node without cards), for the
         # per-task-per-node hooks
@@ -253,7 +277,11 @@ class CapacityCardPlugin(Plugin):
         card_resources: dict[str, set[str]] = {}
         self.total = Resource()
         for node in nodes:
-            cards = node_cards(node.labels, node.allocatable)
+            memo = node.memo
+            if self.name in memo:
+                cards = memo[self.name]
+            else:
+                cards = memo[self.name] = node_cards(node.labels, node.allocatable)
             self.node_cards[node.name] = cards
             self._node_resources[node.name] = cards.by_resource if cards else _NOTHING
             self.total.cpu += node.allocatable.cpu
@@ -289,7 +317,21 @@ class CapacityCardPlugin(Plugin):
         attr = self.queues.get(job.queue)
         if attr is None:
             return
-        held, used, elastic = Resource(), Resource(), Resource()
+        facts = job.memo.get(self.name)
+        if (facts is None or facts.node_specs != self.session.node_specs
+                or facts.args is not self.args):
+            facts = job.memo[self.name] = self._job_cards(job)
+        self._minimums[job.uid] = facts.minimum
+        attr.allocated.add(facts.held)
+        self.cluster_allocated.add(facts.used)
+        attr.elastic.add(facts.elastic)
+        if facts.owed is not None:
+            attr.inqueue.add(facts.owed)
+            self.cluster_inqueue.add(facts.cluster_owed)
+
+    def _job_cards(self, job: Job) -> JobCards:
+        facts = JobCards(self.session.node_specs, self.args)
+        held, used, elastic = facts.held, facts.used, facts.elastic
         placed = sorted(job.tasks_in(ALLOCATED_STATUSES), key=_task_rank)
         for index, task in enumerate(placed):
             charge = self._charge(task)
@@ -297,21 +339,21 @@ class CapacityCardPlugin(Plugin):
             used.add(self._cluster_charge(task, charge))
             if index >= job.min_available:
                 elastic.add(Resource(0.0, 0.0, charge.scalars))
-        attr.allocated.add(held)
-        self.cluster_allocated.add(used)
-        need = self._minimum(job)[0]
+        facts.cards = self._placed_cards(job)
+        facts.minimum = self._minimum(job)
+        need = facts.minimum[0]
         minimum = self._quota_view(need)
         # What a job holds beyond its minimum could be given back: it does not count
         # against admitting others (cpu and memory: all of it for a job without
         # minResources, as in Volcano; cards: the tasks beyond minMember).
         elastic.cpu = max(held.cpu - minimum.cpu, 0.0)
         elastic.memory = max(held.memory - minimum.memory, 0.0)
-        attr.elastic.add(elastic)
         admitted = job.phase == "Inqueue" or (
             job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available)
         if admitted:
-            attr.inqueue.add(_owed(minimum, held))
-            self.cluster_inqueue.add(_owed(need, used))
+            facts.owed = _owed(minimum, held)
+            facts.cluster_owed = _owed(need, used)
+        return facts
 
     @hookimpl
     def on_session_close(self, session: Session) -> None:
@@ -319,17 +361,31 @@ class CapacityCardPlugin(Plugin):
         with a card quota or using cards)."""
         used: dict[str, dict[str, float]] = {}
         for job in session.jobs.values():
-            for task in job.tasks_in(ALLOCATED_STATUSES):
-                cards = self._task(task)
-                card = self._card_on(cards, task.node_name)
-                if card is not None:
-                    counts = used.setdefault(job.queue, {})
-                    counts[card] = counts.get(card, 0.0) + cards.amount / MILLI
+            facts = job.memo.get(self.name)
+            if facts is not None and not job.dirty and facts.node_specs == session.node_specs \
+                    and facts.args is self.args:
+                placed = facts.cards  # the job did not change since it was counted
+            else:
+                placed = self._placed_cards(job)
+            if placed:
+                counts = used.setdefault(job.queue, {})
+                for card, count in placed.items():
+                    counts[card] = counts.get(card, 0.0) + count
         for name, attr in self.queues.items():
             counts = {card: 0.0 for card in attr.capability.scalars}
             counts.update(used.get(name, {}))
             if counts:
                 session.result.queue_cards[name] = counts
+
+    def _placed_cards(self, job: Job) -> dict[str, float]:
+        """The cards a job's placed tasks take, per card, in whole cards."""
+        placed: dict[str, float] = {}
+        for task in job.tasks_in(ALLOCATED_STATUSES):
+            cards = self._task(task)
+            card = self._card_on(cards, task.node_name)
+            if card is not None:
+                placed[card] = placed.get(card, 0.0) + cards.amount / MILLI
+        return placed
 
     # ================================================================ reading tasks
 

@@ -56,10 +56,15 @@ class DrfPlugin(Plugin):
         self.dimensions = self.total.names()
         self.jobs: dict[str, _JobAttr] = {}
         for job in session.jobs.values():
-            allocated = Resource()
-            for task in job.tasks_in(ALLOCATED_STATUSES):
-                allocated.add(task.resreq)
-            self.jobs[job.uid] = _JobAttr(allocated, self.dominant_share(allocated))
+            # Read once per job copy (see Job.memo); the share holds while the nodes do.
+            known = job.memo.get(self.name)
+            if known is None or known[0] != session.node_specs:
+                allocated = Resource()
+                for task in job.tasks_in(ALLOCATED_STATUSES):
+                    allocated.add(task.resreq)
+                known = job.memo[self.name] = (session.node_specs, allocated,
+                                               self.dominant_share(allocated))
+            self.jobs[job.uid] = _JobAttr(known[1].clone(), known[2])
 
     # ---------------------------------------------------------------- shares
 

@@ -25,7 +25,7 @@ from vscheduler.conf import DEFAULT_CONF, SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
-__all__ = ["BENCH_CONF", "BenchSpec", "generate", "run_bench"]
+__all__ = ["BENCH_CONF", "BenchSpec", "churn", "generate", "run_bench"]
 
 # Volcano's default conf with capacity-card (per-card-model quotas) in the second tier.
 BENCH_CONF = DEFAULT_CONF.replace("  - name: proportion\n",
@@ -198,7 +198,7 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     rng = random.Random(spec.seed)
     for number in range(spec.sessions):
         if number and spec.churn:
-            _churn(simulation, spec, rng, number)
+            churn(simulation, spec, rng, number)
         started = time.perf_counter()
         result = simulation.step()
         total = time.perf_counter() - started
@@ -225,7 +225,7 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     }
 
 
-def _churn(simulation: Simulation, spec: BenchSpec, rng: random.Random, number: int) -> None:
+def churn(simulation: Simulation, spec: BenchSpec, rng: random.Random, number: int) -> None:
     """`spec.churn` running pods finish, and as many new pods (jobs of one) arrive."""
     cache = simulation.cache
     running = sorted(key for key, task in cache.tasks.items() if task.node_name)

@@ -32,13 +32,17 @@ S = TaskStatus
 class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
-    __slots__ = ("jobs", "nodes", "priority_classes", "queues", "skipped", "warnings")
+    __slots__ = ("jobs", "node_specs", "nodes", "priority_classes", "queues", "skipped",
+                 "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
                  skipped: dict[str, tuple[Task, str]],
-                 warnings: list[tuple[str, str, str]]) -> None:
+                 warnings: list[tuple[str, str, str]], node_specs: int = 0) -> None:
         self.jobs = jobs
+        # The cache's count of node additions, removals and spec changes: what plugins
+        # derived from jobs' placements on nodes (Job.memo) holds while it is the same.
+        self.node_specs = node_specs
         self.nodes = nodes
         self.queues = queues
         self.priority_classes = priority_classes
@@ -64,6 +68,7 @@ class Cache:
         # copies of its jobs by pod key.
         self._previous: Snapshot | None = None
         self._task_clones: dict[str, Task] = {}
+        self.node_specs = 0  # see Snapshot.node_specs
         # Counts every change; a session over a cache that did not change since the last
         # one, with no work pending, would decide nothing (see `has_work`).
         self.generation = 0
@@ -71,8 +76,11 @@ class Cache:
     # ---------------------------------------------------------------- nodes
 
     def add_node(self, spec: NodeSpec) -> None:
-        self.generation += 1
         old = self.nodes.get(spec.name)
+        if old is not None and _same_spec(old, spec):
+            return  # a status update (heartbeat, conditions): nothing the scheduler reads
+        self.generation += 1
+        self.node_specs += 1
         node = Node(spec.name, spec.allocatable, spec.labels, spec.taints, spec.unschedulable)
         tasks = [t for t, _ in old.tasks.values()] if old else []
         tasks += self._orphans.pop(spec.name, {}).values()
@@ -82,6 +90,7 @@ class Cache:
 
     def delete_node(self, name: str) -> None:
         self.generation += 1
+        self.node_specs += 1
         node = self.nodes.pop(name, None)
         if node is not None and node.tasks:
             self._orphans[name] = {t.key: t for t, _ in node.tasks.values()}
@@ -308,18 +317,31 @@ class Cache:
         Copy-on-write across sessions: a job or node that neither the cache nor the last
         session changed since the last snapshot (see `dirty`) keeps the copy that
         snapshot made, so a snapshot costs what changed plus one pass over the names.
-        The last session must have ended. `reuse=False` copies everything and leaves
-        what the next snapshot reuses alone (tests compare the two)."""
+        The last session must have ended: this takes the last snapshot apart.
+        `reuse=False` copies everything and leaves what the next snapshot reuses alone
+        (tests compare the two)."""
         queues = dict(self.queues)
         if self.default_queue not in queues:
             queues[self.default_queue] = Queue(self.default_queue)
         default_priority = self._global_default()
-        previous = self._previous if reuse else None
+        # The last snapshot is taken apart as this one is built, so that what is not
+        # handed on is freed along the way, not held until the end.
+        previous, self._previous = (self._previous, None) if reuse else (None, self._previous)
         old_jobs = previous.jobs if previous else {}
         old_nodes = previous.nodes if previous else {}
+        del previous
+        # Tasks in the snapshot's jobs must be the same objects the snapshot's nodes hold,
+        # so a session's changes to one are seen by the other.
+        clones = self._task_clones if reuse else {}
+        moved: list[tuple[str, str]] = []  # (pod key, node) of task copies made or dropped
+
+        def drop(old: Job) -> None:
+            for task in old.tasks.values():
+                if clones.get(task.key) is task:
+                    del clones[task.key]
+                moved.append((task.key, task.node_name))
+
         jobs: dict[str, Job] = {}
-        copied: list[Job] = []  # jobs copied anew
-        dropped: list[Job] = []  # the last snapshot's copies that are not handed on
         skipped: dict[str, tuple[Task, str]] = {}
         warnings: list[tuple[str, str, str]] = []
         for uid in sorted(self.jobs):
@@ -336,7 +358,7 @@ class Cache:
                     f"PodGroup/{uid}"
                 warnings.append((obj, "QueueNotFound", message))
                 continue
-            clone = old_jobs.get(uid)
+            clone = old_jobs.pop(uid, None)
             if clone is not None and not (clone.dirty or job.dirty):
                 # What sessions change without marking the job dirty is reset.
                 clone.phase = job.phase
@@ -344,29 +366,23 @@ class Cache:
                     clone.fit_errors = {}
             else:
                 if clone is not None:
-                    dropped.append(clone)
+                    drop(clone)
                 clone = job.clone()
-                copied.append(clone)
+                for task in clone.tasks.values():
+                    clones[task.key] = task
+                    moved.append((task.key, task.node_name))
             if reuse:
                 job.dirty = False
             pc = self.priority_classes.get(job.priority_class_name)
             clone.priority = pc.value if pc else (default_priority.value
                                                   if default_priority else 0)
             jobs[uid] = clone
-        dropped.extend(job for uid, job in old_jobs.items() if uid not in jobs)
-        # Tasks in the snapshot's jobs must be the same objects the snapshot's nodes hold,
-        # so a session's changes to one are seen by the other.
-        clones = self._task_clones if reuse else {}
-        for job in dropped:
-            for task in job.tasks.values():
-                if clones.get(task.key) is task:
-                    del clones[task.key]
-        for job in copied:
-            for task in job.tasks.values():
-                clones[task.key] = task
+        for old in old_jobs.values():  # jobs gone, or left out this time
+            drop(old)
+        old_jobs.clear()
         nodes: dict[str, Node] = {}
         for name, node in self.nodes.items():
-            clone = old_nodes.get(name)
+            clone = old_nodes.pop(name, None)
             if clone is None or clone.dirty or node.dirty:
                 clone = node.clone()
                 for key, (_, status) in node.tasks.items():
@@ -376,17 +392,24 @@ class Cache:
             if reuse:
                 node.dirty = False
             nodes[name] = clone
+        old_nodes.clear()
         # A node copy handed on may still hold the task copies of jobs copied anew.
-        for job in (*dropped, *copied):
-            for task in job.tasks.values():
-                node = nodes.get(task.node_name)
-                entry = node.tasks.get(task.key) if node is not None else None
-                if entry is not None:
-                    current = clones.get(task.key) or self.tasks.get(task.key)
-                    if current is not None and current is not entry[0]:
-                        node.tasks[task.key] = (current, entry[1])
+        for key, node_name in moved:
+            node = nodes.get(node_name)
+            entry = node.tasks.get(key) if node is not None else None
+            if entry is not None:
+                current = clones.get(key) or self.tasks.get(key)
+                if current is not None and current is not entry[0]:
+                    node.tasks[key] = (current, entry[1])
         snapshot = Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped,
-                            warnings)
+                            warnings, self.node_specs)
         if reuse:
             self._previous = snapshot
         return snapshot
+
+
+def _same_spec(node: Node, spec: NodeSpec) -> bool:
+    a, b = node.allocatable, spec.allocatable
+    return (a.cpu == b.cpu and a.memory == b.memory and a.scalars == b.scalars
+            and node.labels == spec.labels and node.taints == spec.taints
+            and node.unschedulable == spec.unschedulable)

@@ -99,7 +99,21 @@ ENABLE_FLAGS: dict[str, str] = {
 
 @hookspec
 def on_session_open(session: Session) -> None:
-    """The session is open and the snapshot is in place: build per-session state here."""
+    """The session is open and the snapshot is in place: build per-session state here.
+
+    Sessions share unchanged objects: a snapshot hands the last session's copy of a job
+    or node on to the next one when neither the cache nor that session changed it. So:
+
+    - change jobs and nodes only through the session (statements) or their methods
+      (`Job.set_condition`, `Node.add_task`, ...), which mark them `dirty`; a plugin
+      that sets a field itself must set `dirty = True` too;
+    - what you derive from a job at open (sums over its pods, say) may be kept in
+      `job.memo[your plugin's name]` and reused by the next session while the job copy
+      is the same: a copy made anew starts with an empty memo. Store beside it what else
+      the figure depends on (`session.node_specs` for the nodes' labels and capacity,
+      your arguments) and compare. Figures kept on `node.memo` must depend only on the
+      node's labels and allocatable, which never change for a Node object.
+    """
 
 
 @hookspec

@@ -275,6 +275,7 @@ class Job:
         "creation",
         "dirty",
         "fit_errors",
+        "memo",
         "min_available",
         "min_resources",
         "min_task_member",
@@ -330,6 +331,10 @@ class Job:
         # Changed since it was copied (or, in the cache, since the last snapshot): a
         # snapshot copies it anew instead of handing on the last session's copy.
         self.dirty = True
+        # What plugins derived from this copy at session open, by plugin. A snapshot
+        # hands a copy on only if nothing changed it, so the next session's plugins may
+        # reuse these instead of recounting every pod (see hookspecs, on_session_open).
+        self.memo: dict[str, Any] = {}
 
     # ---------------------------------------------------------------- tasks
 
@@ -508,6 +513,7 @@ class Job:
         job._by_status = {}
         job.allocated = Resource()
         job.fit_errors = {}
+        job.memo = {}
         for task in self.tasks.values():
             job.add_task(task.clone())
         job.dirty = False
@@ -536,6 +542,7 @@ class Node:
         "idle",
         "labels",
         "max_pods",
+        "memo",
         "name",
         "pipelined",
         "releasing",
@@ -571,6 +578,9 @@ class Node:
         self.changes: list[str] | None = None
         # Changed since it was copied (or, in the cache, since the last snapshot).
         self.dirty = True
+        # What plugins derived from the node's labels and allocatable, which never
+        # change for a Node object (the cache makes a new one): shared by its copies.
+        self.memo: dict[str, Any] = {}
 
     def future_idle(self) -> Resource:
         """What will be free once releasing pods are gone and pipelined ones placed."""
@@ -665,6 +675,7 @@ class Node:
         node.tasks = dict(self.tasks)
         node.changes = None
         node.dirty = False
+        node.memo = self.memo
         return node
 
     def __repr__(self) -> str:

@@ -162,6 +162,33 @@ class QueueAttr:
                 f"share {self.share:.3f})")
 
 
+_USAGE_MEMO = "queue-usage"
+
+
+def _job_usage(job: Job) -> tuple[Resource, Resource, Resource | None, Resource]:
+    """What a job holds, asks for (held and pending), was admitted for and does not
+    hold yet (None if nothing), and could give back."""
+    allocated, request = Resource(), Resource()
+    for task in job.tasks.values():
+        if task.status & ALLOCATED_STATUSES:
+            allocated.add(task.resreq)
+            request.add(task.resreq)
+        elif task.status == S.PENDING:
+            request.add(task.resreq)
+    inqueue = None
+    if job.min_resources is not None:
+        if job.phase == "Inqueue":
+            inqueue = without_gated(job, inqueue_resource(job))
+        elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
+            # A running job still owed part of its minimum keeps that part reserved;
+            # one that fell below minMember (tasks finished) reserves nothing.
+            inqueue = without_gated(job, inqueue_resource(job))
+    # What a job holds beyond its minimum could be given back: it does not count
+    # against admitting others (all of it, for a job that states no minimum).
+    elastic = job.allocated.exceeded_part(job.min_resources or Resource())
+    return allocated, request, inqueue, elastic
+
+
 class QueueUsage:
     """What the queue quota plugins (proportion, capacity) share: each queue's figures
     in `queue_attrs` (objects with allocated, request, inqueue, elastic,
@@ -191,23 +218,17 @@ class QueueUsage:
 
     @staticmethod
     def count_job(attr: Any, job: Job) -> None:
-        """Add what a job holds, asks and was admitted for to its queue's figures."""
-        for task in job.tasks.values():
-            if task.status & ALLOCATED_STATUSES:
-                attr.allocated.add(task.resreq)
-                attr.request.add(task.resreq)
-            elif task.status == S.PENDING:
-                attr.request.add(task.resreq)
-        if job.min_resources is not None:
-            if job.phase == "Inqueue":
-                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
-            elif job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
-                # A running job still owed part of its minimum keeps that part reserved;
-                # one that fell below minMember (tasks finished) reserves nothing.
-                attr.inqueue.add(without_gated(job, inqueue_resource(job)))
-        # What a job holds beyond its minimum could be given back: it does not count
-        # against admitting others (all of it, for a job that states no minimum).
-        attr.elastic.add(job.allocated.exceeded_part(job.min_resources or Resource()))
+        """Add what a job holds, asks and was admitted for to its queue's figures (read
+        once per job copy: see `Job.memo`)."""
+        usage = job.memo.get(_USAGE_MEMO)
+        if usage is None:
+            usage = job.memo[_USAGE_MEMO] = _job_usage(job)
+        allocated, request, inqueue, elastic = usage
+        attr.allocated.add(allocated)
+        attr.request.add(request)
+        if inqueue is not None:
+            attr.inqueue.add(inqueue)
+        attr.elastic.add(elastic)
 
     def _attr_of(self, queue_name: str) -> Any:
         return self.queue_attrs.get(queue_name)

@@ -3,7 +3,9 @@ show, whatever the cache and the last session changed in between."""
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -12,10 +14,16 @@ from hypothesis import strategies as st
 from tests import builders as b
 from tests.invariants import run_checked
 from tests.test_invariants import CONFS, clusters
+from vscheduler.bench import BENCH_CONF, BenchSpec, churn, generate
 from vscheduler.cache import Cache, Snapshot
+from vscheduler.cards import node_cards
 from vscheduler.conf import parse_conf
-from vscheduler.model import Job, Node, Task
+from vscheduler.framework.session import Session
+from vscheduler.model import Job, Node, Queue, Task, TaskStatus
+from vscheduler.resources import Resource
 from vscheduler.simulate import Simulation
+
+S = TaskStatus
 
 
 def _job_state(job: Job) -> tuple:
@@ -70,7 +78,8 @@ class _FullCache(Cache):
 
 def _simulation(objects: list[dict[str, Any]], conf_name: str, cache: type[Cache]
                 ) -> Simulation:
-    simulation = Simulation(parse_conf(CONFS[conf_name], conf_name))
+    conf = BENCH_CONF if conf_name == "bench" else CONFS[conf_name]
+    simulation = Simulation(parse_conf(conf, conf_name))
     simulation.cache.__class__ = cache
     simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
     return simulation
@@ -111,6 +120,59 @@ def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
         simulation._add(obj, float(pick))
 
 
+_NOT_STATE = {"session", "args", "_tasks"}  # (task facts are read lazily, when asked)
+
+
+def _canon(value: Any, depth: int = 0) -> Any:
+    """A plugin's figures as plain data; session objects by name."""
+    if isinstance(value, Resource):
+        return (round(value.cpu, 3), round(value.memory, 3),
+                sorted((k, round(v, 3)) for k, v in value.scalars.items()))
+    if isinstance(value, (Job, Task)):
+        return value.uid
+    if isinstance(value, (Node, Queue)):
+        return value.name
+    if isinstance(value, float):
+        return round(value, 9)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, dict):
+        return sorted((str(k), _canon(v, depth + 1)) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_canon(v, depth + 1) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if callable(value) or depth > 4:
+        return None
+    slots = [n for cls in type(value).__mro__ for n in getattr(cls, "__slots__", ())]
+    fields = {n: getattr(value, n) for n in slots if hasattr(value, n)}
+    fields.update(getattr(value, "__dict__", {}))
+    return sorted((n, _canon(v, depth + 1)) for n, v in fields.items()
+                  if n not in _NOT_STATE)
+
+
+def assert_same_open(simulation: Simulation) -> None:
+    """Plugins opened on the incremental snapshot (reusing what they kept in Job.memo)
+    see what they see when they read every job afresh."""
+    cache = simulation.cache
+    full = Session(Cache.snapshot(cache, reuse=False), simulation.conf, uid="check")
+    incremental = Session(Cache.snapshot(cache), simulation.conf, uid="check")
+    for name, plugin in incremental.plugins.items():
+        assert _canon(plugin) == _canon(full.plugins[name]), name
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)),
+       changes=st.lists(st.tuples(st.sampled_from(CHANGES), st.integers(0, 20)),
+                        min_size=1, max_size=4))
+def test_plugins_open_on_an_incremental_snapshot_as_on_a_full_copy(
+        objects, conf_name, changes):
+    simulation = _simulation(objects, conf_name, Cache)
+    for kind, pick in changes:
+        run_checked(simulation, 1)
+        _change(simulation, objects, kind, pick)
+        assert_same_open(simulation)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)),
        changes=st.lists(st.tuples(st.sampled_from(CHANGES), st.integers(0, 20)),
@@ -127,6 +189,65 @@ def test_incremental_snapshots_equal_full_copies(objects, conf_name, changes):
     assert json.dumps(checked.report.as_dict()) == json.dumps(full.report.as_dict())
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=st.integers(3, 30), running=st.integers(0, 120), jobs=st.integers(0, 8),
+       churn_size=st.integers(1, 6), seed=st.integers(0, 1000),
+       relabel=st.lists(st.integers(0, 29), max_size=3))
+def test_plugins_reusing_what_they_read_decide_as_when_reading_afresh(
+        nodes, running, jobs, churn_size, seed, relabel):
+    """capacity-card, drf and proportion keep what they read of a job in Job.memo; with
+    full copies every session they read everything again. Between sessions pods come
+    and go, and a node may get another card model."""
+    spec = BenchSpec(nodes=nodes, running=running, jobs=jobs, churn=churn_size, seed=seed,
+                     mig_every=3)
+    objects = generate(spec)
+    node_objects = [o for o in objects if o["kind"] == "Node"]
+    runs = []
+    for cache in (_CheckedCache, _FullCache):
+        simulation = _simulation(objects, "bench", cache)
+        rng = random.Random(seed)
+        for number in range(4):
+            if number:
+                churn(simulation, spec, rng, number)
+            if number and number <= len(relabel):
+                node = copy.deepcopy(node_objects[relabel[number - 1] % nodes])
+                labels = node["metadata"]["labels"]
+                labels["nvidia.com/gpu.product"] = "NVIDIA-A100-" + labels[
+                    "nvidia.com/gpu.product"]
+                simulation.load([("relabel", node)])
+            if cache is _CheckedCache:
+                assert_same_open(simulation)
+            run_checked(simulation, 1)
+            assert _reported_cards(simulation) == _placed_cards(simulation)
+        runs.append(json.dumps(simulation.report.as_dict()))
+    assert runs[0] == runs[1]
+
+
+def _reported_cards(simulation: Simulation) -> dict[str, dict[str, float]]:
+    queues = simulation.report.as_dict()["queues"]
+    return {name: {card: count for card, count in queue.get("cards", {}).items() if count}
+            for name, queue in queues.items()}
+
+
+def _placed_cards(simulation: Simulation) -> dict[str, dict[str, float]]:
+    """Cards per queue recounted from the cache: the card each placed pod's node offers
+    for the resource it asks."""
+    cache = simulation.cache
+    out: dict[str, dict[str, float]] = {name: {} for name in _reported_cards(simulation)}
+    for job in cache.jobs.values():
+        for task in job.tasks.values():
+            node = cache.nodes.get(task.node_name)
+            if node is None or not task.status & (S.BOUND | S.BINDING | S.RUNNING):
+                continue
+            cards = node_cards(node.labels, node.allocatable)
+            for resource, amount in task.resreq.scalars.items():
+                card = cards.by_resource.get(resource) if cards else None
+                if card is not None and amount > 0:
+                    counts = out.setdefault(job.queue, {})
+                    counts[card] = counts.get(card, 0.0) + amount / 1000
+    return out
+
+
 def test_an_unchanged_job_and_node_are_handed_on():
     simulation = _simulation([b.node("n1"), b.node("n2"),
                               *b.gang("train", 2, cpu="1"), b.pod("solo", cpu="1")],
@@ -134,13 +255,15 @@ def test_an_unchanged_job_and_node_are_handed_on():
     simulation.run(2)  # binds, then sees them run
     cache = simulation.cache
     first = cache.snapshot()
+    # (the next snapshot takes this one apart: keep what to compare)
+    first_jobs, first_nodes = dict(first.jobs), dict(first.nodes)
+    solo_node = next(iter(first_jobs["default/solo#pod"].tasks.values())).node_name
     cache.delete_pod("default/solo")
     second = cache.snapshot()
-    assert second.jobs["default/train"] is first.jobs["default/train"]
-    solo_node = first.jobs["default/solo#pod"].tasks
-    assert "default/solo#pod" not in second.jobs, solo_node
-    changed = {name for name in second.nodes if second.nodes[name] is not first.nodes[name]}
-    assert len(changed) == 1  # the node solo ran on, only
+    assert second.jobs["default/train"] is first_jobs["default/train"]
+    assert "default/solo#pod" not in second.jobs
+    changed = {name for name in second.nodes if second.nodes[name] is not first_nodes[name]}
+    assert changed == {solo_node}
 
 
 def test_what_a_session_changed_is_copied_again():
@@ -148,9 +271,10 @@ def test_what_a_session_changed_is_copied_again():
                              "default", Cache)
     cache = simulation.cache
     before = cache.snapshot()
+    job, node = before.jobs["default/train"], before.nodes["n1"]
     simulation.run(1)  # the session used `before`'s copies and bound the gang
     after = cache.snapshot()
-    assert after.jobs["default/train"] is not before.jobs["default/train"]
-    assert after.nodes["n1"] is not before.nodes["n1"]
+    assert after.jobs["default/train"] is not job
+    assert after.nodes["n1"] is not node
     assert {t.status for t in after.jobs["default/train"].tasks.values()} == {
         cache.tasks["default/train-0"].status}

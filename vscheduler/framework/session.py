@@ -21,7 +21,6 @@ from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.statement import Statement
 from vscheduler.hookspecs import ABSTAIN, Reject
 from vscheduler.model import (
-    ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
     SCHEDULED_STATUSES,
     Condition,
@@ -132,6 +131,7 @@ class Session:
         self.queues: dict[str, Queue] = snapshot.queues
         self.priority_classes = snapshot.priority_classes
         self.snapshot = snapshot
+        self.node_specs = snapshot.node_specs
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
@@ -518,8 +518,7 @@ class Session:
         for job in self.jobs.values():
             allocated = result.queues.get(job.queue)
             if allocated is not None:
-                for task in job.tasks_in(ALLOCATED_STATUSES):
-                    allocated.add(task.resreq)
+                allocated.add(job.allocated)  # its tasks in ALLOCATED_STATUSES
         return result
 
     def _podgroup_phase(self, job: Job) -> str:
