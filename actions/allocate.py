@@ -46,6 +46,8 @@ class Allocate(Action):
                 if not auto_admit:
                     continue
                 job.phase = "Inqueue"
+            if not job.count(S.PENDING):
+                continue  # nothing to place (and nothing to explain)
             invalid = session.job_valid(job)
             if invalid is not None:
                 session.explain_job(job, invalid[1])

@@ -28,10 +28,11 @@ class Backfill(Action):
         # A job allocate left only pipelined holds allocations it has not committed:
         # its readiness is allocate's to decide, not backfill's.
         jobs = [job for job in session.jobs.values()
-                if not job.is_pending() and queues[job.queue].is_open()
-                and not job.count(S.ALLOCATED) and session.job_valid(job) is None
+                if job.count(S.PENDING) and not job.is_pending()
+                and queues[job.queue].is_open() and not job.count(S.ALLOCATED)
                 and any(t.best_effort and not t.scheduling_gated
-                        for t in job.tasks_in(S.PENDING))]
+                        for t in job.tasks_in(S.PENDING))
+                and session.job_valid(job) is None]
 
         def order(left: Job, right: Job) -> int:
             if left.queue != right.queue:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import sys
@@ -269,6 +270,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Sessions create and drop hundreds of thousands of objects, none in cycles, over a
+    # cache of millions: with the default thresholds the cyclic collector runs a full
+    # collection almost every session (0.3-0.5 s at 50,000 pods) and finds nothing.
+    gc.set_threshold(100_000, 50, 100)
     args = _parser().parse_args(argv)
     if getattr(args, "sessions", 1) < 1:
         print("vscheduler: --sessions must be 1 or more", file=sys.stderr)
