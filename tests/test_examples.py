@@ -117,3 +117,27 @@ def test_card_quota(capsys):
         "NVIDIA-H200/mig-1g.18gb-mixed": 2, "NVIDIA-H800/mps-79g*1/2": 1}
     assert any(e["object"] == "Pod/team-a/h200-job-3" and e["type"] == "Warning"
                for e in report["events"])
+
+
+def test_timeout_example_gives_up_the_gang_that_waited_too_long(capsys):
+    path = str(ROOT / "examples/timeout.yaml")
+    report = _report(capsys, path)
+    assert sorted(report["binds"]) == ["ml/eval", "ml/finetune-0", "ml/finetune-1"]
+    big = report["podGroups"]["ml/big-train"]
+    assert [c["reason"] for c in big["conditions"]] == ["ScheduleTimeout"]
+    assert report["pending"]["ml/big-train-0"] == [
+        "PodGroup scheduling timed out: fewer than 3 pods scheduled within "
+        "scheduleTimeoutSeconds 300"]
+    assert [e["object"] for e in report["events"] if e["reason"] == "ScheduleTimeout"] == [
+        "PodGroup/ml/big-train"]
+    # At 10:03 it had not waited 5 minutes yet: it waits for room, as any gang.
+    early = _report(capsys, path, "--now", "2026-05-01T10:03:00Z")
+    assert [c["reason"] for c in early["podGroups"]["ml/big-train"]["conditions"]] == [
+        "NotEnoughResources"]
+
+
+def test_a_bad_now_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", str(ROOT / "examples/timeout.yaml"), "--now", "yesterday"])
+    assert exit_info.value.code == 2
+    assert "not an RFC 3339 time" in capsys.readouterr().err

@@ -457,7 +457,8 @@ class Session:
         reasons.extend(self._job_notes.get(job.uid, ()))
         for condition in job.conditions:
             if (condition.type == "Unschedulable" and condition.status == "True"
-                    and condition.transition_id == self.uid):
+                    and condition.transition_id == self.uid
+                    and condition.message not in reasons):
                 reasons.append(condition.message)
         if not reasons:
             reasons.append(job.fit_error())
