@@ -6,18 +6,20 @@ A job with fewer valid tasks than minAvailable is not scheduled. Victims are tak
 from a job's tasks beyond its minAvailable. At close, a job that is not ready gets an
 `Unschedulable` condition saying how many tasks are missing and why.
 
-scheduleTimeoutSeconds (seed 001): a PodGroup still short of minAvailable that long after
-its creation is given up. It is no longer admitted or placed (what a session had placed
-for it is released), and it is marked failed: an `Unschedulable` condition with reason
-`ScheduleTimeout` and one Warning event. Volcano's PodGroup has no failed phase, so the
-phase stays what it was; deleting and re-creating the PodGroup starts it over.
+scheduleTimeoutSeconds (seed 001): a PodGroup never scheduled (none of its pods ever
+bound) and still short of minAvailable that long after its creation is given up. It is
+no longer admitted or placed, what a session had placed for it is released, and it goes
+back to `Pending`, so it holds no admitted quota; it is marked failed with an
+`Unschedulable` condition, reason `ScheduleTimeout`, and one Warning event (Volcano's
+PodGroup has no failed phase). Deleting and re-creating the PodGroup starts it over. A
+gang that ran once is not timed out when it later falls short (a pod finished, say).
 """
 
 from __future__ import annotations
 
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import ABSTAIN, PERMIT, Reject, Vote, hookimpl
-from vscheduler.model import Condition, Job, Task, TaskStatus
+from vscheduler.model import SCHEDULED_STATUSES, Condition, Job, Task, TaskStatus
 from vscheduler.plugin import Plugin
 
 S = TaskStatus
@@ -32,10 +34,13 @@ class GangPlugin(Plugin):
         self.session = session
 
     def _timed_out(self, job: Job) -> str | None:
-        """Why the job is given up, if it passed its scheduleTimeoutSeconds unready."""
+        """Why the job is given up, if it passed its scheduleTimeoutSeconds before it was
+        ever scheduled."""
         timeout = job.schedule_timeout
         if timeout is None or self.session.now - job.creation <= timeout:
             return None
+        if job.phase not in ("Pending", "Inqueue", "") or job.count(SCHEDULED_STATUSES):
+            return None  # it was scheduled once: what it lacks now is no timeout
         if job.ready_task_num() >= job.min_available:
             return None
         return (f"PodGroup scheduling timed out: fewer than {job.min_available} pods "
@@ -112,6 +117,7 @@ class GangPlugin(Plugin):
                 continue
             timed_out = self._timed_out(job)
             if timed_out:
+                job.phase = "Pending"  # not admitted: it holds no queue room
                 if not any(c.reason == TIMEOUT_REASON and c.status == "True"
                            for c in job.conditions):
                     session.timed_out(job, timed_out)

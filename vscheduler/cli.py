@@ -269,11 +269,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    # Sessions create and drop hundreds of thousands of objects, none in cycles, over a
-    # cache of millions: with the default thresholds the cyclic collector runs a full
-    # collection almost every session (0.3-0.5 s at 50,000 pods) and finds nothing.
+def entry() -> int:
+    """The `vscheduler` command. Sessions create and drop hundreds of thousands of
+    objects over a cache of millions, and free them without the cyclic collector (see
+    `Session.release`): with the default thresholds it would scan everything almost
+    every session (0.3-0.5 s at 50,000 pods) and find nothing. The process is ours, so
+    it runs rarely here; `main` leaves the collector of a caller's process alone."""
     gc.set_threshold(100_000, 50, 100)
+    return main()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "sessions", 1) < 1:
         print("vscheduler: --sessions must be 1 or more", file=sys.stderr)
@@ -282,4 +288,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -95,6 +95,7 @@ class Scheduler:
         result = session.run()
         self.timings = {"snapshot": snapshot_seconds, **session.timings}
         self._apply(session, result)
+        session.release()
         self._settled = cache.generation
         return result
 

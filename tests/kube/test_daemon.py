@@ -252,3 +252,17 @@ def test_a_gang_past_its_schedule_timeout_is_marked_and_counted(server, daemon):
     events = [e for e in server.events() if e["reason"] == "ScheduleTimeout"]
     assert len(events) == 1 and events[0]["type"] == "Warning"
     assert not server.bindings()
+
+
+def test_a_podgroup_timing_out_is_counted_once_even_if_reported_again():
+    from vscheduler.framework.session import SessionResult
+    from vscheduler.kube.metrics import Metrics
+
+    metrics = Metrics()
+    result = SessionResult()
+    result.timeouts = ["default/stuck"]
+    metrics.cycle({"allocate": 0.001}, result)
+    metrics.cycle({"allocate": 0.001}, result)  # (a stale status came back by watch)
+    result.timeouts = ["default/other"]
+    metrics.cycle({"allocate": 0.001}, result)
+    assert metrics.registry.get_sample_value("podgroup_scheduling_timeout_total") == 2.0

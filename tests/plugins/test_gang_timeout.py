@@ -103,3 +103,37 @@ def test_a_gang_not_yet_admitted_is_not_admitted_after_its_timeout():
     podgroup = simulation.report.as_dict()["podGroups"]["default/train"]
     assert podgroup["phase"] == "Pending"
     assert any(c["reason"] == "ScheduleTimeout" for c in podgroup["conditions"])
+
+
+def test_a_gang_given_up_after_admission_holds_no_queue_room():
+    # "big" was admitted (Inqueue, minResources 3 of the queue's 4 CPUs) but can never
+    # fit; once given up it goes back to Pending and "small" gets the queue's room.
+    big = b.podgroup("big", 3, queue="q", min_resources={"cpu": "3"}, phase="Inqueue",
+                     creation=CREATED)
+    big["spec"]["scheduleTimeoutSeconds"] = 60
+    small = b.podgroup("small", 1, queue="q", min_resources={"cpu": "2"},
+                       creation="2026-05-01T10:09:00Z")
+    objects = [b.queue("q", capability={"cpu": "4"}), b.node("n1", cpu="8"),
+               big, *(b.pod(f"big-{i}", cpu="3", group="big", queue="q") for i in range(3)),
+               small, b.pod("small-0", cpu="2", group="small", queue="q")]
+    simulation = _run(objects, "2026-05-01T10:10:00Z", sessions=3)
+    report = simulation.report.as_dict()
+    assert report["podGroups"]["default/big"]["phase"] == "Pending"
+    assert "default/small-0" in report["binds"]
+
+
+def test_a_gang_that_ran_is_not_given_up_when_it_later_falls_short():
+    group = _group("train", 2, 60)
+    group[0]["status"]["phase"] = "Running"
+    for pod in group[1:]:
+        pod["spec"]["nodeName"] = "n1"
+        pod["status"]["phase"] = "Running"
+    simulation = _run([b.node("n1", cpu="8"), *group], "2026-05-01T10:10:00Z")
+    # its controller re-creates a pod long after the timeout: it is placed again
+    simulation.cache.delete_pod("default/train-1")
+    simulation.load([("again", b.gang("train", 2)[2])])
+    simulation.run(2)
+    report = simulation.report.as_dict()
+    assert "default/train-1" in report["binds"]
+    assert report["podGroups"]["default/train"]["phase"] == "Running"
+    assert not any(e["reason"] == "ScheduleTimeout" for e in report["events"])

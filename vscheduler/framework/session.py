@@ -94,6 +94,14 @@ class SessionResult:
         self.timeouts: list[str] = []
 
 
+def _no_predicate(task: Task, node: Node) -> Unfit | None:
+    return None
+
+
+def _no_score(task: Task, node: Node) -> float:
+    return 0.0
+
+
 def _first_nonzero(fns: list[Callable[..., int]]) -> Callable[..., int]:
     if not fns:
         return lambda left, right: 0
@@ -196,7 +204,7 @@ class Session:
         scorers = flat("node_order")
         # The hot path: bind the plugin's own method when there is exactly one.
         if not predicates:
-            self.predicate: Callable[[Task, Node], Unfit | None] = lambda task, node: None
+            self.predicate: Callable[[Task, Node], Unfit | None] = _no_predicate
         elif len(predicates) == 1:
             self.predicate = predicates[0]
         else:
@@ -208,7 +216,7 @@ class Session:
                 return None
             self.predicate = predicate
         if not scorers:
-            self.node_order: Callable[[Task, Node], float] = lambda task, node: 0.0
+            self.node_order: Callable[[Task, Node], float] = _no_score
         elif len(scorers) == 1:
             self.node_order = scorers[0]
         else:
@@ -521,6 +529,21 @@ class Session:
             if allocated is not None:
                 allocated.add(job.allocated)  # its tasks in ALLOCATED_STATUSES
         return result
+
+    def release(self) -> None:
+        """Drop the plugins and every hook bound to them, once the decisions are applied.
+        Plugins keep the session (`self.session`), so without this each session, its
+        node copies and the plugins' state would live until the cyclic garbage
+        collector happens to run."""
+        self.plugins = {}
+        self._tiers = {}
+        self._job_order = self._queue_order = self._task_order = _first_nonzero([])
+        self._victim_queue_order = self._pre_predicates = self._job_valid = []
+        self._job_ready = self._job_enqueued = self._allocatable = self._overused = []
+        self._preemptive = self._allocate_events = self._deallocate_events = []
+        self._batch_node_order = self._signatures = []
+        self.predicate = _no_predicate
+        self.node_order = _no_score
 
     def _podgroup_phase(self, job: Job) -> str:
         """A PodGroup's phase after the session, as Volcano computes it: only tasks seen

@@ -48,6 +48,9 @@ class Metrics:
                                    registry=r)
         self.timeouts = Counter("podgroup_scheduling_timeout_total",
                                 "PodGroups that passed scheduleTimeoutSeconds", registry=r)
+        # PodGroups counted: a late watch event can bring back a status written before
+        # the timeout, and the next session would report it again.
+        self._timed_out: set[str] = set()
         self.queue_cpu = Gauge("volcano_queue_allocated_milli_cpu",
                                "CPU allocated to a queue", ["queue_name"], registry=r)
         self.queue_memory = Gauge("volcano_queue_allocated_memory_bytes",
@@ -68,7 +71,10 @@ class Metrics:
             if name not in ("snapshot", "open", "close"):
                 self.action.labels(name).observe(seconds * 1000)
         self.binds.inc(len(result.binds))
-        self.timeouts.inc(len(result.timeouts))
+        for uid in result.timeouts:
+            if uid not in self._timed_out:
+                self._timed_out.add(uid)
+                self.timeouts.inc()
         for eviction in result.evictions:
             self.evictions.labels(eviction.action).inc()
         self.pending.set(len(result.pending))
