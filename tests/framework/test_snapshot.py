@@ -278,3 +278,17 @@ def test_what_a_session_changed_is_copied_again():
     assert after.nodes["n1"] is not node
     assert {t.status for t in after.jobs["default/train"].tasks.values()} == {
         cache.tasks["default/train-0"].status}
+
+
+def test_a_node_update_that_changes_nothing_read_changes_nothing():
+    from vscheduler.objects import parse_node
+
+    cache = b.load_cache([b.node("n1", labels={"zone": "a"}), b.pod("p", node_name="n1")])
+    before = (cache.generation, cache.node_specs, cache.nodes["n1"])
+    heartbeat = b.node("n1", labels={"zone": "a"})
+    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    cache.add_node(parse_node(heartbeat))
+    assert (cache.generation, cache.node_specs, cache.nodes["n1"]) == before
+    cache.add_node(parse_node(b.node("n1", labels={"zone": "b"})))
+    assert cache.node_specs == before[1] + 1 and cache.nodes["n1"] is not before[2]
+    assert "default/p" in cache.nodes["n1"].tasks  # its pods move to the new object
