@@ -88,3 +88,26 @@ def test_the_api_server_away_for_a_while(server, fed):
     server.come_back()
     server.create_all([node("n2")])
     wait_for(lambda: "n2" in cache_of.cache.nodes, timeout=10)
+
+
+def test_lists_in_pages_and_starts_over_when_the_list_is_refused(server: FakeApiServer):
+    server.create_all([pod(f"p{i}", cpu="1") for i in range(5)])
+    server.fail("GET", r"/api/v1/pods$", 410, times=1, watch=False, in_stream=False)
+    api = client.ApiClient(client.Configuration(host=server.url))
+    fed, stop = Fed(), threading.Event()
+    reflector = Reflector(api, "Pod", fed.sink, stop, watch_timeout=5,
+                          backoff=(0.05, 0.2), page_size=2)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(reflector.synced.is_set)
+        assert {f"default/p{i}" for i in range(5)} <= set(fed.cache.tasks)
+        lists = server.requests("GET", r"/api/v1/pods$", watch=False)
+        # refused once, then 3 pages of at most 2: the 2nd and 3rd continue the 1st
+        assert [r.query.get("limit") for r in lists] == ["2"] * 4
+        assert [bool(r.query.get("continue")) for r in lists] == [False, False, True, True]
+        assert reflector.lists == 1
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        api.close()

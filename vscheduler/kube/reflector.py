@@ -1,7 +1,9 @@
 """List-and-watch of one kind, as client-go's reflector does it.
 
-A `Reflector` lists the kind (raw JSON: the client's model objects cost many times a
-plain `json.loads`, and the cache keeps its own objects), hands every item on as ADDED,
+A `Reflector` lists the kind in pages of `page_size` (limit/continue, as client-go: the
+50,000 pods of a large cluster are hundreds of megabytes as one response; raw JSON, as
+the client's model objects cost many times a plain `json.loads` and the cache keeps its
+own objects), hands every item on as ADDED,
 then watches from the list's resourceVersion, with bookmarks. When the API server says
 the resourceVersion is too old (410 Gone) it lists again, and hands on DELETED for what
 disappeared in between. Errors and a server that is away are retried with exponential
@@ -47,8 +49,8 @@ def _key(obj: dict) -> str:
 
 class Reflector:
     def __init__(self, api: ApiClient, kind: str, sink: Sink, stop: threading.Event, *,
-                 watch_timeout: int = 300, backoff: tuple[float, float] = (0.2, 30.0)
-                 ) -> None:
+                 watch_timeout: int = 300, backoff: tuple[float, float] = (0.2, 30.0),
+                 page_size: int = 500) -> None:
         self.api = api
         self.kind = kind
         self.path = _path(kind)
@@ -56,6 +58,7 @@ class Reflector:
         self.stop = stop
         self.watch_timeout = watch_timeout
         self.backoff = backoff
+        self.page_size = page_size
         self.known: set[str] = set()  # keys of the objects handed on and not deleted
         self.resource_version = ""
         self.synced = threading.Event()  # set once the first list went through
@@ -91,19 +94,29 @@ class Reflector:
             _request_timeout=timeout, auth_settings=["BearerToken"])
 
     def _list(self) -> None:
-        response = self._request([], 60)
-        data = json.loads(response.data)
-        self.lists += 1
+        """List page by page (all pages are one consistent snapshot; a continue token
+        that expired is a 410, and the whole list starts over)."""
         seen = set()
-        for item in data.get("items") or []:
-            seen.add(_key(item))
-            self.sink(self.kind, "ADDED", item)
+        token = ""
+        while True:
+            query: list[tuple[str, Any]] = [("limit", self.page_size)]
+            if token:
+                query.append(("continue", token))
+            data = json.loads(self._request(query, 60).data)
+            for item in data.get("items") or []:
+                seen.add(_key(item))
+                self.sink(self.kind, "ADDED", item)
+            meta = data.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
+        self.lists += 1
         for gone in sorted(self.known - seen):
             namespace, name = gone.split("/", 1)
             self.sink(self.kind, "DELETED",
                       {"metadata": {"namespace": namespace or None, "name": name}})
         self.known = seen
-        self.resource_version = str((data.get("metadata") or {}).get("resourceVersion", ""))
+        self.resource_version = str(meta.get("resourceVersion", ""))
         self.synced.set()
 
     def _watch(self) -> None:
