@@ -503,7 +503,7 @@ class Session:
             # decided for these, so they are pending too, with where they could go.
             for task in job.tasks_in(S.ALLOCATED):
                 task.last_transaction = (S.ALLOCATED, task.node_name)
-            pending = [t for t in job.tasks.values() if t.status & (S.PENDING | S.ALLOCATED)]
+            pending = list(job.tasks_in(S.PENDING | S.ALLOCATED))
             for task in sorted(pending, key=lambda t: t.key):
                 reasons = self.reasons_for(task)
                 result.pending[task.key] = reasons
