@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import contextlib
 import copy
 import json
@@ -1440,20 +1441,34 @@ class FakeApiServer:
                     rv, after = int(state["rv"]), list(state["after"])
                 except (ValueError, KeyError, TypeError, binascii.Error) as exc:
                     raise ApiError(400, "continue key is not valid") from exc
-            items = [(k, o) for k, o in sorted(self._store[res.plural].items())
-                     if (ns is None or k[0] == ns) and (after is None or list(k) > after)
-                     and match(o)]
+            try:
+                limit = int(query.get("limit") or 0)
+            except ValueError as exc:
+                raise ApiError(400, f"invalid limit {query.get('limit')!r}") from exc
+            store = self._store[res.plural]
+            keys = sorted(store)
+            # A page starts after the last key of the one before (found by bisection,
+            # so that listing many objects in pages is not quadratic).
+            start = bisect.bisect_right(keys, tuple(after)) if after is not None else 0
+            items: list[tuple[tuple[str, str], Obj]] = []
+            remaining = 0  # from the first object past the page
+            for index in range(start, len(keys)):
+                key = keys[index]
+                if (ns is None or key[0] == ns) and match(store[key]):
+                    if 0 < limit <= len(items):
+                        remaining = len(keys) - index
+                        break
+                    items.append((key, store[key]))
+            more = remaining > 0
+            # (counted, as the real server does, only when nothing is filtered)
+            unfiltered = ns is None and not query.get("labelSelector") \
+                and not query.get("fieldSelector")
         meta: Obj = {"resourceVersion": str(rv)}
-        try:
-            limit = int(query.get("limit") or 0)
-        except ValueError as exc:
-            raise ApiError(400, f"invalid limit {query.get('limit')!r}") from exc
-        if 0 < limit < len(items):
-            last = items[limit - 1][0]
+        if more:
             meta["continue"] = base64.urlsafe_b64encode(
-                json.dumps({"rv": rv, "after": list(last)}).encode()).decode()
-            meta["remainingItemCount"] = len(items) - limit
-            items = items[:limit]
+                json.dumps({"rv": rv, "after": list(items[-1][0])}).encode()).decode()
+            if unfiltered:
+                meta["remainingItemCount"] = remaining
         out = []
         for _, obj in items:
             item = copy.deepcopy(obj)

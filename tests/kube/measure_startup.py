@@ -3,9 +3,8 @@
     python -m tests.kube.measure_startup --nodes 5000 --running 40000 --jobs 1000
 
 The stand-in runs in a child process, filled with `vscheduler bench`'s cluster (gangs of
-10 pods); the daemon lists every kind, fills its cache and runs its first session. The
-stand-in is much slower than a real API server at paging (it sorts every object for each
-page), so `--page-size` also shows the list done in one page.
+10 pods); the daemon lists every kind (in pages of `--page-size`), fills its cache and
+runs its first session.
 """
 
 from __future__ import annotations
