@@ -317,9 +317,8 @@ class CapacityCardPlugin(Plugin):
         attr = self.queues.get(job.queue)
         if attr is None:
             return
-        facts = job.memo.get(self.name)
-        if (facts is None or facts.node_specs != self.session.node_specs
-                or facts.args is not self.args):
+        facts = self._known_cards(job)
+        if facts is None:
             facts = job.memo[self.name] = self._job_cards(job)
         self._minimums[job.uid] = facts.minimum
         attr.allocated.add(facts.held)
@@ -328,6 +327,15 @@ class CapacityCardPlugin(Plugin):
         if facts.owed is not None:
             attr.inqueue.add(facts.owed)
             self.cluster_inqueue.add(facts.cluster_owed)
+
+    def _known_cards(self, job: Job) -> JobCards | None:
+        """What an earlier reading of this job copy found, if it still holds: read under
+        the same node specs and arguments (the copy itself is the same job, unchanged)."""
+        facts = job.memo.get(self.name)
+        if (facts is None or facts.node_specs != self.session.node_specs
+                or facts.args is not self.args):
+            return None
+        return facts
 
     def _job_cards(self, job: Job) -> JobCards:
         facts = JobCards(self.session.node_specs, self.args)
@@ -361,12 +369,9 @@ class CapacityCardPlugin(Plugin):
         with a card quota or using cards)."""
         used: dict[str, dict[str, float]] = {}
         for job in session.jobs.values():
-            facts = job.memo.get(self.name)
-            if facts is not None and not job.dirty and facts.node_specs == session.node_specs \
-                    and facts.args is self.args:
-                placed = facts.cards  # the job did not change since it was counted
-            else:
-                placed = self._placed_cards(job)
+            facts = None if job.dirty else self._known_cards(job)
+            # (a job changed in this session is counted again)
+            placed = facts.cards if facts is not None else self._placed_cards(job)
             if placed:
                 counts = used.setdefault(job.queue, {})
                 for card, count in placed.items():

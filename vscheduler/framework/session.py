@@ -173,6 +173,12 @@ class Session:
                         continue
                     per_tier = tiers.setdefault(hook, [[] for _ in self.conf.tiers])
                     per_tier[tier_index].append(getattr(plugin, hook))
+        self._bind_hooks(tiers)
+
+    def _bind_hooks(self, tiers: dict[str, list[list[Callable]]]) -> None:
+        """Turn the plugins' hooks, per extension point and tier, into what the session
+        calls: plain lists of bound methods, and one function where a single answer is
+        combined from several."""
         self._tiers = tiers
 
         def flat(hook: str) -> list[Callable]:
@@ -536,14 +542,7 @@ class Session:
         node copies and the plugins' state would live until the cyclic garbage
         collector happens to run."""
         self.plugins = {}
-        self._tiers = {}
-        self._job_order = self._queue_order = self._task_order = _first_nonzero([])
-        self._victim_queue_order = self._pre_predicates = self._job_valid = []
-        self._job_ready = self._job_enqueued = self._allocatable = self._overused = []
-        self._preemptive = self._allocate_events = self._deallocate_events = []
-        self._batch_node_order = self._signatures = []
-        self.predicate = _no_predicate
-        self.node_order = _no_score
+        self._bind_hooks({})
 
     def _podgroup_phase(self, job: Job) -> str:
         """A PodGroup's phase after the session, as Volcano computes it: only tasks seen
