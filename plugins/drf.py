@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
-from vscheduler.model import ALLOCATED_STATUSES, Job, Task
+from vscheduler.model import Job, Task
 from vscheduler.plugin import Plugin
 from vscheduler.resources import Resource, share
 
@@ -59,10 +59,8 @@ class DrfPlugin(Plugin):
             # Read once per job copy (see Job.memo); the share holds while the nodes do.
             known = job.memo.get(self.name)
             if known is None or known[0] != session.node_specs:
-                allocated = Resource()
-                for task in job.tasks_in(ALLOCATED_STATUSES):
-                    allocated.add(task.resreq)
-                known = job.memo[self.name] = (session.node_specs, allocated,
+                allocated = job.allocated  # (its tasks in ALLOCATED_STATUSES)
+                known = job.memo[self.name] = (session.node_specs, allocated.clone(),
                                                self.dominant_share(allocated))
             self.jobs[job.uid] = _JobAttr(known[1].clone(), known[2])
 

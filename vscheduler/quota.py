@@ -168,13 +168,10 @@ _USAGE_MEMO = "queue-usage"
 def _job_usage(job: Job) -> tuple[Resource, Resource, Resource | None, Resource]:
     """What a job holds, asks for (held and pending), was admitted for and does not
     hold yet (None if nothing), and could give back."""
-    allocated, request = Resource(), Resource()
-    for task in job.tasks.values():
-        if task.status & ALLOCATED_STATUSES:
-            allocated.add(task.resreq)
-            request.add(task.resreq)
-        elif task.status == S.PENDING:
-            request.add(task.resreq)
+    allocated = job.allocated.clone()  # (its tasks in ALLOCATED_STATUSES)
+    request = allocated.clone()
+    for task in job.tasks_in(S.PENDING):
+        request.add(task.resreq)
     inqueue = None
     if job.min_resources is not None:
         if job.phase == "Inqueue":
