@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from vscheduler import __version__
 from vscheduler.conf import ConfError, load_conf, parse_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.objects import timestamp_of
@@ -183,6 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vscheduler",
         description="A Volcano-style batch scheduler for Kubernetes.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     simulate = commands.add_parser(
