@@ -122,6 +122,7 @@ class Pod:
         "priority",
         "priority_class_name",
         "required_affinity",
+        "resource_version",
         "scheduler_name",
         "scheduling_gates",
         "tolerations",
@@ -130,6 +131,8 @@ class Pod:
 
     def __init__(self, **fields: Any) -> None:
         self.uid: str = fields["uid"]
+        # metadata.resourceVersion: an Event's involvedObject names the version it saw
+        self.resource_version: str = fields.get("resource_version", "")
         self.namespace: str = fields["namespace"]
         self.name: str = fields["name"]
         self.key: str = fields.get("key") or f"{self.namespace}/{self.name}"
@@ -695,6 +698,7 @@ class Queue:
         "creation",
         "deserved",
         "guarantee",
+        "meta_uid",
         "name",
         "parent",
         "priority",
@@ -719,8 +723,11 @@ class Queue:
         annotations: dict[str, str] | None = None,
         creation: float = 0.0,
         status_allocated: dict[str, str] | None = None,
+        meta_uid: str = "",
     ) -> None:
         self.name = name
+        # metadata.uid of the object (`uid` is the name, the key jobs use): Events name it
+        self.meta_uid = meta_uid
         self.weight = weight
         self.capability = capability
         self.deserved = deserved

@@ -317,6 +317,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     key = f"{namespace}/{name}"
     pod = Pod(
         uid=str(meta["uid"]) if meta.get("uid") else key,
+        resource_version=str(meta.get("resourceVersion") or ""),
         key=key,
         namespace=sys.intern(namespace),
         name=name,
@@ -400,9 +401,12 @@ def parse_node(obj: dict) -> NodeSpec:
 
 
 class PodGroupSpec:
-    __slots__ = ("annotations", "conditions", "counts", "creation", "min_member",
-                 "min_resources", "min_task_member", "name", "namespace", "phase",
-                 "priority_class_name", "queue", "schedule_timeout")
+    # api_version, uid and resource_version: which CRD the object is of (its status is
+    # written as that CRD allows) and what an Event's involvedObject names.
+    __slots__ = ("annotations", "api_version", "conditions", "counts", "creation",
+                 "min_member", "min_resources", "min_task_member", "name", "namespace",
+                 "phase", "priority_class_name", "queue", "resource_version",
+                 "schedule_timeout", "uid")
 
     def __init__(self, **fields: Any) -> None:
         for slot in self.__slots__:
@@ -438,6 +442,9 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
     return PodGroupSpec(
         namespace=namespace,
         name=name,
+        api_version=str(obj.get("apiVersion") or "scheduling.volcano.sh/v1beta1"),
+        uid=str(meta.get("uid") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
         creation=creation_of(obj, creation_fallback),
         min_member=min_member,
@@ -481,6 +488,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
         creation=creation_of(obj, creation_fallback),
         status_allocated=_str_map(status.get("allocated"), "status.allocated"),
+        meta_uid=str(meta.get("uid") or ""),
     )
 
 
