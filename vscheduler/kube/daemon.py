@@ -22,12 +22,13 @@ from kubernetes.client import ApiClient
 from vscheduler.cache import Cache
 from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
-from vscheduler.framework.session import Event
+from vscheduler.framework.session import Event, SessionResult
 from vscheduler.kube.apply import KINDS, apply_event
 from vscheduler.kube.leader import LeaderElector
 from vscheduler.kube.metrics import Metrics
 from vscheduler.kube.reflector import Reflector
 from vscheduler.kube.writers import KubeWriter, RateLimiter
+from vscheduler.logs import fields
 from vscheduler.objects import BadObject
 from vscheduler.scheduler import Scheduler
 
@@ -42,12 +43,14 @@ class Daemon:
                  default_queue: str = "default", period: float = 1.0, qps: float = 50.0,
                  burst: int = 100, dry_run: bool = False,
                  node_sampling: NodeSampling | None = None,
-                 elector: LeaderElector | None = None) -> None:
+                 elector: LeaderElector | None = None,
+                 conf: SchedulerConf | None = None) -> None:
         self.api = api
         self.elector = elector
         self.conf_path = conf_path
         self.period = period
-        self.conf = load_conf(conf_path)  # a bad conf at start is the caller's error
+        # (a bad conf at start is the caller's error; the command loads it first)
+        self.conf = conf if conf is not None else load_conf(conf_path)
         self._conf_stamp = self._stamp()
         self.cache = Cache(tuple(scheduler_names), default_queue)
         self.writer = KubeWriter(api, RateLimiter(qps, burst),
@@ -90,6 +93,7 @@ class Daemon:
                                  if p)
                 self.writer.emit(Event(where, "Warning", "BadObject",
                                        f"{where} skipped: {err}"))
+                log.warning("Object skipped", extra=fields(object=where, error=str(err)))
         while True:
             try:
                 failure = self.writer.failures.get_nowait()
@@ -120,10 +124,15 @@ class Daemon:
         try:
             conf: SchedulerConf = load_conf(self.conf_path)
         except ConfError as err:
-            log.error("conf not reloaded, keeping the last good one: %s", err)
+            log.error("Conf not reloaded, keeping the last good one",
+                      extra=fields(conf=self.conf_path, error=str(err)))
             return
         self.conf = self.scheduler.conf = conf
-        log.info("conf reloaded from %s", self.conf_path)
+        log.info("Conf reloaded", extra=fields(conf=self.conf_path,
+                                               actions=conf.action_names(),
+                                               plugins=conf.plugin_names()))
+        for warning in conf.warnings:
+            log.warning("Conf warning", extra=fields(conf=self.conf_path, warning=warning))
 
     # ---------------------------------------------------------------- cycles
 
@@ -139,8 +148,19 @@ class Daemon:
                 if job is not None and not job.bare:
                     created[job.uid] = job.creation
             self.metrics.cycle(self.scheduler.timings, result, created)
+            if result is not None:
+                self._log_session(result)
         else:
             self.metrics.last_cycle = time.monotonic()  # a standby is healthy too
+
+    def _log_session(self, result: SessionResult) -> None:
+        timings = self.scheduler.timings
+        log.info("Session done", extra=fields(
+            session=self.scheduler.sessions,
+            duration_ms=round(sum(timings.values()) * 1000, 2),
+            binds=len(result.binds), evictions=len(result.evictions),
+            pipelined=len(result.pipelined), pending_pods=len(result.pending),
+            pending_jobs=len(result.pending_jobs), timeouts=len(result.timeouts)))
 
     def run(self) -> int:
         """Cycle until `stop` is set (SIGTERM sets it); 1 if leadership was lost."""
@@ -154,7 +174,7 @@ class Daemon:
             try:
                 self.run_once()
             except Exception:  # a bug must not stop scheduling for good
-                log.exception("scheduling cycle failed")
+                log.exception("Scheduling cycle failed")
             self.stop.wait(self.period)
         self.writer.close()
         return 1 if self.elector is not None and self.elector.lost.is_set() else 0

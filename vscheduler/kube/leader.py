@@ -21,6 +21,9 @@ from typing import Any
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from vscheduler.kube.errors import error_fields
+from vscheduler.logs import V4, fields
+
 __all__ = ["LeaderElector"]
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,11 @@ class LeaderElector:
         self.lost = threading.Event()
         self._observed: tuple[Any, float] | None = None  # (record, when we saw it change)
         self._renewed = 0.0
+        self._holder: str | None = None  # the holder last logged
+
+    @property
+    def lease(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
     def _call(self, method: str, path: str, body: Any = None) -> dict:
         response = self.api.call_api(
@@ -65,11 +73,14 @@ class LeaderElector:
             try:
                 self._try()
             except Exception as err:  # the API server away: a leader counts the time
-                log.warning("lease %s/%s: %s", self.namespace, self.name, err)
+                log.warning("Lease not read or renewed", extra=fields(
+                    lease=self.lease, identity=self.identity, leader=self.is_leader.is_set(),
+                    **error_fields(err)))
             if self.is_leader.is_set() and time.monotonic() - self._renewed > \
                     self.renew_deadline:
-                log.error("lease %s/%s not renewed within %.1fs: leadership lost",
-                          self.namespace, self.name, self.renew_deadline)
+                log.error("Leadership lost: lease not renewed within the renew deadline",
+                          extra=fields(lease=self.lease, identity=self.identity,
+                                       renew_deadline=self.renew_deadline))
                 self.is_leader.clear()
                 self.lost.set()
                 return
@@ -106,6 +117,14 @@ class LeaderElector:
         holder = spec.get("holderIdentity")
         if holder and holder != self.identity and now - self._observed[1] < \
                 self.lease_duration:
+            if self.is_leader.is_set():
+                log.error("Stepped down: the lease is held by another",
+                          extra=fields(lease=self.lease, identity=self.identity,
+                                       holder=holder))
+            elif self._holder != holder:
+                log.info("Lease held by another; standing by",
+                         extra=fields(lease=self.lease, holder=holder))
+            self._holder = holder
             self.is_leader.clear()
             return
         acquired = spec.get("acquireTime") if holder == self.identity else None
@@ -114,6 +133,9 @@ class LeaderElector:
             self._call("PUT", self.path, lease)
         except ApiException as err:
             if err.status == 409:  # someone else wrote it in between
+                if self.is_leader.is_set():
+                    log.error("Stepped down: the lease was written by another",
+                              extra=fields(lease=self.lease, identity=self.identity))
                 self.is_leader.clear()
                 return
             raise
@@ -122,5 +144,9 @@ class LeaderElector:
     def _won(self) -> None:
         self._renewed = time.monotonic()
         if not self.is_leader.is_set():
-            log.info("lease %s/%s acquired by %s", self.namespace, self.name, self.identity)
+            log.info("Lease acquired", extra=fields(lease=self.lease,
+                                                    identity=self.identity))
+        else:
+            log.log(V4, "Lease renewed", extra=fields(lease=self.lease))
+        self._holder = self.identity
         self.is_leader.set()

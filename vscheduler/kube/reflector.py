@@ -24,6 +24,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from vscheduler.kube.apply import KINDS
+from vscheduler.kube.errors import error_fields
+from vscheduler.logs import V4, fields
 
 __all__ = ["Gone", "Reflector"]
 
@@ -74,17 +76,21 @@ class Reflector:
                     self._watch()
                     delay = self.backoff[0]
             except Gone:
-                log.info("%s: resourceVersion %s is gone, listing again", self.kind,
-                         self.resource_version)
+                log.info("Resource version too old, listing again", extra=fields(
+                    kind=self.kind, resource_version=self.resource_version))
                 continue
             except ApiException as err:
                 if err.status == 410:
                     continue
-                log.warning("%s: %s; retrying in %.1fs", self.kind, err.reason, delay)
+                log.warning("List or watch failed", extra=fields(
+                    kind=self.kind, path=self.path, retry_in=round(delay, 2),
+                    **error_fields(err)))
                 self.stop.wait(delay)
                 delay = min(delay * 2, self.backoff[1])
             except Exception as err:  # the API server away, a broken stream
-                log.warning("%s: %s; retrying in %.1fs", self.kind, err, delay)
+                log.warning("List or watch failed", extra=fields(
+                    kind=self.kind, path=self.path, retry_in=round(delay, 2),
+                    **error_fields(err)))
                 self.stop.wait(delay)
                 delay = min(delay * 2, self.backoff[1])
 
@@ -117,6 +123,8 @@ class Reflector:
                       {"metadata": {"namespace": namespace or None, "name": name}})
         self.known = seen
         self.resource_version = str(meta.get("resourceVersion", ""))
+        log.log(V4, "Listed", extra=fields(kind=self.kind, items=len(seen),
+                                           resource_version=self.resource_version))
         self.synced.set()
 
     def _watch(self) -> None:
@@ -124,6 +132,8 @@ class Reflector:
                  ("timeoutSeconds", self.watch_timeout)]
         if self.resource_version:
             query.append(("resourceVersion", self.resource_version))
+        log.log(V4, "Watching", extra=fields(kind=self.kind,
+                                             resource_version=self.resource_version))
         response = self._request(query, self.watch_timeout + 30)
         try:
             for line in iter_resp_lines(response):

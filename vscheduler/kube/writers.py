@@ -24,6 +24,8 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from vscheduler.framework.session import Event, Eviction
+from vscheduler.kube.errors import error_fields
+from vscheduler.logs import V2, V4, fields
 from vscheduler.model import Job, Task, TaskStatus
 from vscheduler.resources import Resource
 
@@ -74,12 +76,20 @@ def _now() -> str:
 
 
 def _error(err: Exception) -> str:
-    if isinstance(err, ApiException):
-        try:
-            return str(json.loads(err.body).get("message") or err.reason)
-        except (TypeError, ValueError, AttributeError):
-            return f"{err.status} {err.reason}"
-    return str(err) or type(err).__name__
+    return str(error_fields(err)["error"])
+
+
+_KINDS = {"pods": "Pod", "podgroups": "PodGroup", "queues": "Queue", "events": "Event"}
+
+
+def _object_of(path: str) -> dict[str, str]:
+    """The kind and namespace/name a request path writes, as log fields."""
+    parts = [p for p in path.split("/") if p]
+    if parts[-1] in ("status", "binding"):
+        parts.pop()
+    namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else ""
+    name = f"{namespace}/{parts[-1]}" if namespace else parts[-1]
+    return {"kind": _KINDS.get(parts[-2], parts[-2]), "object": name}
 
 
 class KubeWriter:
@@ -113,8 +123,9 @@ class KubeWriter:
     def bind(self, task: Task, node: str) -> None:
         self._conditions.pop(task.key, None)
         if self.dry_run:
-            log.info("dry run: would bind %s to %s", task.key, node)
+            log.info("Dry run: would bind", extra=fields(pod=task.key, node=node))
             return
+        log.log(V2, "Binding", extra=fields(pod=task.key, node=node))
         self.pool.submit(self._bind, task.namespace, task.name, task.uid, node, task.key)
 
     def _bind(self, namespace: str, name: str, uid: str, node: str, key: str) -> None:
@@ -124,6 +135,8 @@ class KubeWriter:
         try:
             self._call("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
         except Exception as err:
+            log.warning("Bind failed", extra=fields(kind="Pod", object=key, node=node,
+                                                    **error_fields(err)))
             self.failures.put(Failure("bind", key, f"failed to bind to node {node}: "
                                                    f"{_error(err)}"))
             return
@@ -131,10 +144,12 @@ class KubeWriter:
                         f"Successfully assigned {key} to {node}"))
 
     def evict(self, task: Task, eviction: Eviction) -> None:
+        what = fields(pod=task.key, node=task.node_name, action=eviction.action,
+                      preemptor=eviction.preemptor)
         if self.dry_run:
-            log.info("dry run: would evict %s (%s for %s)", task.key, eviction.action,
-                     eviction.preemptor)
+            log.info("Dry run: would evict", extra=what)
             return
+        log.log(V2, "Evicting", extra=what)
         self.pool.submit(self._evict, task.namespace, task.name, task.key)
 
     def _evict(self, namespace: str, name: str, key: str) -> None:
@@ -143,17 +158,25 @@ class KubeWriter:
             self._call("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", {})
         except ApiException as err:
             if err.status != 404:  # gone already: what the eviction wanted
+                log.warning("Eviction failed", extra=fields(kind="Pod", object=key,
+                                                            **error_fields(err)))
                 self.failures.put(Failure("evict", key, _error(err)))
         except Exception as err:
+            log.warning("Eviction failed", extra=fields(kind="Pod", object=key,
+                                                        **error_fields(err)))
             self.failures.put(Failure("evict", key, _error(err)))
 
     # ---------------------------------------------------------------- statuses
 
     def pending(self, task: Task, reasons: list[str]) -> None:
         message = reasons[0] if reasons else "waiting"
-        if self.dry_run or self._conditions.get(task.key) == message:
+        if self._conditions.get(task.key) == message:
             return
         self._conditions[task.key] = message
+        if self.dry_run:
+            log.info("Dry run: would write pod status", extra=fields(
+                pod=task.key, condition="PodScheduled=False", message=message))
+            return
         body = {"status": {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
             "message": message, "lastTransitionTime": _now()[:19] + "Z"}]}}
@@ -161,13 +184,18 @@ class KubeWriter:
                     "application/strategic-merge-patch+json")
 
     def nominate(self, task: Task, node: str) -> None:
-        if not self.dry_run:
+        if self.dry_run:
+            log.info("Dry run: would nominate", extra=fields(pod=task.key, node=node))
+        else:
             self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status",
                         {"status": {"nominatedNodeName": node}},
                         "application/strategic-merge-patch+json")
 
     def podgroup(self, job: Job) -> None:
         if self.dry_run:
+            log.info("Dry run: would write podgroup status", extra=fields(
+                podgroup=f"{job.namespace}/{job.name}", phase=job.phase,
+                conditions=[c.as_dict() for c in job.conditions]))
             return
         body = {"status": {
             "phase": job.phase,
@@ -179,23 +207,32 @@ class KubeWriter:
                     f"podgroups/{job.name}/status", body, "application/merge-patch+json")
 
     def queue(self, name: str, allocated: Resource) -> None:
-        if not self.dry_run:
+        if self.dry_run:
+            log.info("Dry run: would write queue status",
+                     extra=fields(queue=name, allocated=allocated.to_k8s()))
+        else:
             self._patch(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}/status",
                         {"status": {"allocated": allocated.to_k8s()}},
                         "application/merge-patch+json")
 
     def _patch(self, path: str, body: dict, content_type: str) -> None:
+        log.log(V4, "Patching", extra=fields(**_object_of(path), path=path))
         try:
             self._call("PATCH", path, body, content_type)
         except Exception as err:  # the next session writes it again if still needed
-            log.warning("PATCH %s failed: %s", path, _error(err))
+            log.warning("Patch failed", extra=fields(**_object_of(path), **error_fields(err)))
 
     # ---------------------------------------------------------------- events
 
     def emit(self, event: Event) -> None:
-        if self.dry_run:
-            return
         key = event.key()
+        if self.dry_run:
+            if key not in self._events:  # once, as the real writer creates it once
+                self._events[key] = [None, 1, 0.0]
+                log.info("Dry run: would record event", extra=fields(
+                    object=event.object, type=event.type, reason=event.reason,
+                    message=event.message))
+            return
         now = time.monotonic()
         with self._events_lock:  # binder workers emit too
             seen = self._events.get(key)
@@ -235,4 +272,6 @@ class KubeWriter:
             self._call("POST", f"/api/v1/namespaces/{namespace}/events", body)
             self._events[key][0] = (namespace, event_name)
         except Exception as err:
-            log.warning("event %s not written: %s", event, _error(err))
+            log.warning("Event not written", extra=fields(
+                kind="Event", object=f"{namespace}/{event_name}", involved=event.object,
+                reason=event.reason, **error_fields(err)))
