@@ -99,6 +99,7 @@ class Daemon:
                 failure = self.writer.failures.get_nowait()
             except queue.Empty:
                 break
+            self.metrics.api_errors.labels(failure.action).inc()
             if failure.action == "bind":
                 self.cache.unbind(failure.key)
                 self.writer.emit(Event(f"Pod/{failure.key}", "Warning", "FailedScheduling",
@@ -140,14 +141,11 @@ class Daemon:
         """Keep the cache current; schedule if this replica leads (or no one elects)."""
         self._drain()
         self._reload()
-        if self.elector is None or self.elector.is_leader.is_set():
+        leading = self.elector is None or self.elector.is_leader.is_set()
+        self.metrics.is_leader.set(leading)
+        if leading:
             result = self.scheduler.run_once()
-            created = {}
-            for key in result.binds if result is not None else ():
-                job = self.cache.jobs.get(self.cache.tasks[key].job_id)
-                if job is not None and not job.bare:
-                    created[job.uid] = job.creation
-            self.metrics.cycle(self.scheduler.timings, result, created)
+            self.metrics.cycle(self.scheduler.timings, result, self.cache)
             if result is not None:
                 self._log_session(result)
         else:
