@@ -24,9 +24,10 @@ from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.session import Event, SessionResult
 from vscheduler.kube.apply import KINDS, apply_event
+from vscheduler.kube.discovery import ApiDiscovery
 from vscheduler.kube.leader import LeaderElector
 from vscheduler.kube.metrics import Metrics
-from vscheduler.kube.reflector import Reflector
+from vscheduler.kube.reflector import OPTIONAL_KINDS, Reflector
 from vscheduler.kube.writers import KubeWriter, RateLimiter
 from vscheduler.logs import fields
 from vscheduler.objects import BadObject
@@ -53,8 +54,12 @@ class Daemon:
         self.conf = conf if conf is not None else load_conf(conf_path)
         self._conf_stamp = self._stamp()
         self.cache = Cache(tuple(scheduler_names), default_queue)
+        # Asked once here (and again by the writer when a status write meets a 404):
+        # which optional kinds are served, which CRDs have a status subresource.
+        self.discovery = ApiDiscovery(api)
         self.writer = KubeWriter(api, RateLimiter(qps, burst),
-                                 scheduler_name=scheduler_names[0], dry_run=dry_run)
+                                 scheduler_name=scheduler_names[0], dry_run=dry_run,
+                                 cache=self.cache, discovery=self.discovery)
         self.scheduler = Scheduler(self.cache, self.conf, binder=self.writer,
                                    evictor=self.writer, status=self.writer,
                                    events=self.writer, default_queue=default_queue,
@@ -63,6 +68,9 @@ class Daemon:
         self.incoming: queue.Queue[tuple[str, str, dict]] = queue.Queue()
         self.stop = threading.Event()
         self.reflectors = [Reflector(api, kind, self._receive, self.stop) for kind in KINDS]
+        self.reflectors += [Reflector(api, kind, self._receive, self.stop, resource=resource)
+                            for kind, resource in OPTIONAL_KINDS
+                            if self.discovery.serves(*resource[:3])]
         self._threads: list[threading.Thread] = []
 
     # ---------------------------------------------------------------- feeding
@@ -92,7 +100,7 @@ class Daemon:
                 where = "/".join(p for p in (kind, meta.get("namespace"), meta.get("name"))
                                  if p)
                 self.writer.emit(Event(where, "Warning", "BadObject",
-                                       f"{where} skipped: {err}"))
+                                       f"{where} skipped: {err}"), obj)
                 log.warning("Object skipped", extra=fields(object=where, error=str(err)))
         while True:
             try:

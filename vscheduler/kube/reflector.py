@@ -27,19 +27,25 @@ from vscheduler.kube.apply import KINDS
 from vscheduler.kube.errors import error_fields
 from vscheduler.logs import V4, fields
 
-__all__ = ["Gone", "Reflector"]
+__all__ = ["OPTIONAL_KINDS", "Gone", "Reflector"]
 
 log = logging.getLogger(__name__)
 
 Sink = Callable[[str, str, dict], None]
+
+# Kinds watched only where discovery shows their CRD served, as (kind, (group, version,
+# plural, namespaced)): scheduler-plugins' coscheduling PodGroup is read as a PodGroup.
+OPTIONAL_KINDS: tuple[tuple[str, tuple[str, str, str, bool]], ...] = (
+    ("PodGroup", ("scheduling.x-k8s.io", "v1alpha1", "podgroups", True)),
+)
 
 
 class Gone(Exception):
     """The watch's resourceVersion is too old: list again."""
 
 
-def _path(kind: str) -> str:
-    group, version, plural, _ = KINDS[kind]
+def _path(resource: tuple[str, str, str, bool]) -> str:
+    group, version, plural, _ = resource
     prefix = f"/api/{version}" if not group else f"/apis/{group}/{version}"
     return f"{prefix}/{plural}"
 
@@ -52,10 +58,12 @@ def _key(obj: dict) -> str:
 class Reflector:
     def __init__(self, api: ApiClient, kind: str, sink: Sink, stop: threading.Event, *,
                  watch_timeout: int = 300, backoff: tuple[float, float] = (0.2, 30.0),
-                 page_size: int = 500) -> None:
+                 page_size: int = 500,
+                 resource: tuple[str, str, str, bool] | None = None) -> None:
         self.api = api
         self.kind = kind
-        self.path = _path(kind)
+        # (group, version, plural, namespaced): KINDS[kind] unless another is given
+        self.path = _path(resource or KINDS[kind])
         self.sink = sink
         self.stop = stop
         self.watch_timeout = watch_timeout

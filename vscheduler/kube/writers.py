@@ -4,9 +4,19 @@
 receivers of `vscheduler.scheduler`). Binds and evictions go through a small pool of
 workers within the client-side QPS budget; a bind or eviction the API server refuses is
 put on `failures`, which the scheduling loop reads to put the cache back (the pod waits
-again, with a Warning event). Statuses are written only when they changed; events with
-the same object, reason and message are counted rather than written again, and their
-count is brought up to date at most once a minute.
+again, with a Warning event). Statuses are written only when they changed.
+
+Events are written as client-go's recorder writes them, to the core v1 Events API that
+`kubectl describe` reads: `involvedObject` names the object's uid (kubectl selects
+events by it), the event is named `<object name>.<hex nanoseconds>`, and a repeat of the
+same event about the same object is counted on the Event already written (a PATCH of
+`count` and `lastTimestamp`, as the recorder's correlator does), at most once a minute
+per event: a pod pending for an hour is reported every session.
+
+A PodGroup's status goes where its CRD allows: to `podgroups/{name}/status` when the
+CRD has a status subresource, else as a merge patch of `status` on the object itself
+(Volcano's own PodGroup CRD has none); discovery says which, and is asked again when a
+status write is answered 404.
 """
 
 from __future__ import annotations
@@ -14,8 +24,10 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import socket
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -23,10 +35,12 @@ from typing import Any
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from vscheduler.cache import Cache
 from vscheduler.framework.session import Event, Eviction
+from vscheduler.kube.discovery import ApiDiscovery
 from vscheduler.kube.errors import error_fields
 from vscheduler.logs import V2, V4, fields
-from vscheduler.model import Job, Task, TaskStatus
+from vscheduler.model import BARE_JOB_SUFFIX, Job, Task, TaskStatus
 from vscheduler.resources import Resource
 
 __all__ = ["Failure", "KubeWriter", "RateLimiter"]
@@ -34,6 +48,14 @@ __all__ = ["Failure", "KubeWriter", "RateLimiter"]
 log = logging.getLogger(__name__)
 S = TaskStatus
 EVENT_REFRESH_SECONDS = 60.0
+EVENT_CACHE_SIZE = 4096  # events remembered for counting repeats (client-go's LRU size)
+VOLCANO = "scheduling.volcano.sh/v1beta1"
+# Kinds of the objects events are about: (apiVersion, namespaced)
+_EVENT_KINDS = {"Pod": ("v1", True), "PodGroup": (VOLCANO, True), "Queue": (VOLCANO, False),
+                "Node": ("v1", False), "PriorityClass": ("scheduling.k8s.io/v1", False)}
+# Volcano's PodGroup phases as the coscheduling PodGroup's (scheduler-plugins) names them
+_COSCHEDULING_PHASES = {"Pending": "Pending", "Inqueue": "Pending", "Running": "Running",
+                        "Unknown": "Unknown", "Completed": "Finished"}
 
 
 class RateLimiter:
@@ -94,15 +116,25 @@ def _object_of(path: str) -> dict[str, str]:
 
 class KubeWriter:
     def __init__(self, api: ApiClient, limiter: RateLimiter, *, scheduler_name: str,
-                 workers: int = 4, dry_run: bool = False) -> None:
+                 workers: int = 4, dry_run: bool = False, cache: Cache | None = None,
+                 discovery: ApiDiscovery | None = None,
+                 event_refresh: float = EVENT_REFRESH_SECONDS) -> None:
         self.api = api
         self.limiter = limiter
         self.scheduler_name = scheduler_name
         self.dry_run = dry_run
+        # Where events find their objects' uids and PodGroups their CRD (only read here:
+        # a dict lookup is safe beside the loop that writes it).
+        self.cache = cache
+        self.discovery = discovery or ApiDiscovery(api)
+        self.event_refresh = event_refresh
+        # As kube-scheduler names itself: the component, then the replica
+        self.instance = f"{scheduler_name}-{socket.gethostname()}"
         self.failures: queue.Queue[Failure] = queue.Queue()
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="writer")
         self._conditions: dict[str, str] = {}  # pod key -> message last written
-        self._events: dict[tuple[str, str, str, str], list[Any]] = {}
+        # (event key, object uid) -> [(namespace, name) once written, count, last written]
+        self._events: OrderedDict[tuple, list[Any]] = OrderedDict()
         self._events_lock = threading.Lock()
 
     def close(self) -> None:
@@ -197,14 +229,43 @@ class KubeWriter:
                 podgroup=f"{job.namespace}/{job.name}", phase=job.phase,
                 conditions=[c.as_dict() for c in job.conditions]))
             return
-        body = {"status": {
-            "phase": job.phase,
-            "conditions": [{**c.as_dict(), "lastTransitionTime": _now()[:19] + "Z"}
-                           for c in job.conditions],
-            "running": job.count(S.RUNNING), "succeeded": job.count(S.SUCCEEDED),
-            "failed": job.count(S.FAILED)}}
-        self._patch(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{job.namespace}/"
-                    f"podgroups/{job.name}/status", body, "application/merge-patch+json")
+        spec = self.cache.podgroups.get(job.uid) if self.cache is not None else None
+        api_version = spec.api_version if spec is not None else VOLCANO
+        status: dict[str, Any] = {
+            "phase": job.phase, "running": job.count(S.RUNNING),
+            "succeeded": job.count(S.SUCCEEDED), "failed": job.count(S.FAILED)}
+        if api_version.split("/")[0] == "scheduling.volcano.sh":
+            status["conditions"] = [{**c.as_dict(), "lastTransitionTime": _now()[:19] + "Z"}
+                                    for c in job.conditions]
+        else:  # coscheduling's status has no conditions and names its phases its way
+            status["phase"] = _COSCHEDULING_PHASES.get(job.phase, job.phase)
+        self._write_status(api_version, "podgroups", job.namespace, job.name,
+                           {"status": status})
+
+    def _write_status(self, api_version: str, plural: str, namespace: str, name: str,
+                      body: dict) -> None:
+        """Through the status subresource where the CRD has one, else on the object."""
+        group, _, version = api_version.rpartition("/")
+        path = f"/apis/{api_version}/namespaces/{namespace}/{plural}/{name}"
+        for attempt in (1, 2):
+            has_status = self.discovery.has_status(group, version, plural)
+            target = path if has_status is False else f"{path}/status"
+            try:
+                self._call("PATCH", target, body, "application/merge-patch+json")
+                return
+            except ApiException as err:
+                if err.status != 404 or attempt == 2:
+                    log.warning("Patch failed", extra=fields(**_object_of(target),
+                                                             **error_fields(err)))
+                    return
+                # The object is gone, or the CRD changed: discovery tells which.
+                self.discovery.forget(group, version)
+                if self.discovery.has_status(group, version, plural) == has_status:
+                    return
+            except Exception as err:  # the next change writes it again
+                log.warning("Patch failed", extra=fields(**_object_of(target),
+                                                         **error_fields(err)))
+                return
 
     def queue(self, name: str, allocated: Resource) -> None:
         if self.dry_run:
@@ -224,8 +285,10 @@ class KubeWriter:
 
     # ---------------------------------------------------------------- events
 
-    def emit(self, event: Event) -> None:
-        key = event.key()
+    def emit(self, event: Event, obj: dict | None = None) -> None:
+        """Write `event`, or count it on the one already written. `obj`, when given, is
+        the object as the API server sent it (one the cache could not take)."""
+        key: tuple = event.key()
         if self.dry_run:
             if key not in self._events:  # once, as the real writer creates it once
                 self._events[key] = [None, 1, 0.0]
@@ -233,45 +296,83 @@ class KubeWriter:
                     object=event.object, type=event.type, reason=event.reason,
                     message=event.message))
             return
+        namespace, involved = self._involved(event, obj)
+        key = (key, involved.get("uid", ""))
         now = time.monotonic()
+        where, count = None, 0
         with self._events_lock:  # binder workers emit too
             seen = self._events.get(key)
             if seen is None:
-                seen = self._events[key] = [None, 1, now]
-                first = True
+                self._events[key] = [None, 1, now]
+                if len(self._events) > EVENT_CACHE_SIZE:
+                    self._events.popitem(last=False)
             else:
-                first = False
+                self._events.move_to_end(key)
                 seen[1] += 1
-                refresh = now - seen[2] >= EVENT_REFRESH_SECONDS and seen[0] is not None
-                if refresh:
+                if seen[0] is not None and now - seen[2] >= self.event_refresh:
                     seen[2] = now
-        if first:
-            self._create_event(event, key)
-            return
-        if refresh:
-            namespace, name = seen[0]
-            self._patch(f"/api/v1/namespaces/{namespace}/events/{name}",
-                        {"count": seen[1], "lastTimestamp": _now()[:19] + "Z"},
-                        "application/merge-patch+json")
+                    where, count = seen[0], seen[1]
+        if seen is None:
+            self._create_event(event, key, namespace, involved)
+        elif where is not None:
+            self._patch(f"/api/v1/namespaces/{where[0]}/events/{where[1]}",
+                        {"count": count, "lastTimestamp": _now()[:19] + "Z"},
+                        "application/strategic-merge-patch+json")
 
-    def _create_event(self, event: Event, key: tuple[str, str, str, str]) -> None:
+    def _involved(self, event: Event, obj: dict | None) -> tuple[str, dict[str, str]]:
+        """The Event's namespace and its involvedObject, as client-go refers to an
+        object: apiVersion, kind, namespace, name, uid and resourceVersion."""
         kind, _, rest = event.object.partition("/")
-        namespace, _, name = rest.partition("/") if kind in ("Pod", "PodGroup") \
-            else ("default", "", rest)
-        api_version = "v1" if kind == "Pod" else "scheduling.volcano.sh/v1beta1"
+        if kind == "PodGroup" and rest.endswith(BARE_JOB_SUFFIX):
+            kind, rest = "Pod", rest[:-len(BARE_JOB_SUFFIX)]  # a pod that is its own job
+        api_version, namespaced = _EVENT_KINDS.get(kind, ("", "/" in rest))
+        namespace, name = rest.split("/", 1) if namespaced and "/" in rest else ("", rest)
+        uid = resource_version = ""
+        cache = self.cache
+        if obj is not None:
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            api_version = str(obj.get("apiVersion") or api_version)
+            uid = str(meta.get("uid") or "")
+            resource_version = str(meta.get("resourceVersion") or "")
+        elif cache is not None and kind == "Pod":
+            task = cache.tasks.get(rest)
+            if task is not None and task.pod.uid != rest:  # (a pod read without a uid)
+                uid, resource_version = task.pod.uid, task.pod.resource_version
+        elif cache is not None and kind == "PodGroup":
+            spec = cache.podgroups.get(rest)
+            if spec is not None:
+                api_version = spec.api_version
+                uid, resource_version = spec.uid, spec.resource_version
+        elif cache is not None and kind == "Queue":
+            found = cache.queues.get(name)
+            uid = found.meta_uid if found is not None else ""
+        involved = {"apiVersion": api_version, "kind": kind, "namespace": namespace,
+                    "name": name, "uid": uid, "resourceVersion": resource_version}
+        # Cluster-scoped objects' events live in "default", as client-go puts them.
+        return namespace or "default", {k: v for k, v in involved.items() if v}
+
+    def _create_event(self, event: Event, key: tuple, namespace: str,
+                      involved: dict[str, str]) -> None:
         stamp = _now()[:19] + "Z"
-        event_name = f"{name}.{time.time_ns():x}"
-        body = {"metadata": {"name": event_name, "namespace": namespace},
-                "involvedObject": {"kind": kind, "namespace": namespace, "name": name,
-                                   "apiVersion": api_version},
+        event_name = f"{involved.get('name', 'unknown')}.{time.time_ns():x}"
+        body = {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": event_name, "namespace": namespace},
+                "involvedObject": involved,
                 "type": event.type, "reason": event.reason, "message": event.message[:1024],
                 "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
                 "source": {"component": self.scheduler_name},
-                "reportingComponent": self.scheduler_name}
+                "reportingComponent": self.scheduler_name,
+                "reportingInstance": self.instance}
         try:
             self._call("POST", f"/api/v1/namespaces/{namespace}/events", body)
-            self._events[key][0] = (namespace, event_name)
         except Exception as err:
             log.warning("Event not written", extra=fields(
                 kind="Event", object=f"{namespace}/{event_name}", involved=event.object,
                 reason=event.reason, **error_fields(err)))
+            with self._events_lock:  # a later repeat tries again
+                self._events.pop(key, None)
+            return
+        with self._events_lock:
+            seen = self._events.get(key)
+            if seen is not None:
+                seen[0] = (namespace, event_name)
