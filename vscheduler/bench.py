@@ -55,6 +55,19 @@ class BenchSpec:
     seed: int = 1
     card_models: tuple[str, ...] = field(default=CARD_MODELS)
 
+    def __post_init__(self) -> None:
+        # Without nodes there is nothing to place on, and a job of no tasks never fills
+        # its share of the running pods: the generator would loop forever.
+        for name in ("nodes", "gpus_per_node", "cpu_per_node", "memory_gi_per_node",
+                     "pods_per_node", "queues", "tasks_per_job", "sessions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be 1 or more, not {getattr(self, name)}")
+        for name in ("mig_every", "jobs", "running", "churn"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if not self.card_models:
+            raise ValueError("card_models must name at least one card model")
+
 
 def _node(name: str, model: str, spec: BenchSpec, mig: bool, zone: int) -> dict[str, Any]:
     labels = {"nvidia.com/gpu.product": model,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from vscheduler import __version__
+from vscheduler import __version__, logs
 from vscheduler.conf import ConfError, load_conf, parse_conf
 from vscheduler.framework.placement import NodeSampling
+from vscheduler.logs import FORMATS, MAX_VERBOSITY, fields
 from vscheduler.objects import timestamp_of
 from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
 from vscheduler.report import render_text
@@ -20,6 +22,7 @@ from vscheduler.simulate import Simulation, load_manifests
 __all__ = ["main"]
 
 EXIT_USAGE = 2
+log = logging.getLogger(__name__)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -58,15 +61,83 @@ def _sampling(args: argparse.Namespace) -> NodeSampling:
                         args.percentage_nodes_to_find)
 
 
+# ------------------------------------------------------------------ flag value types
+# Each says in one line what it wants, which argparse prints after the flag's name
+# (exit 2): a zero or negative count crashes or never ends further in, so none gets by.
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    def read(text: str) -> int:
+        value = _int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low} to {high}, not {value}")
+        return value
+    read.__name__ = f"int_{low}_to_{high}"
+    return read
+
+
+# A percentage of nodes; Volcano's 0 asks for the adaptive percentage (see NodeSampling).
+_percentage = _int_in(0, 100)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value
+
+
 def _add_sampling_flags(parser: argparse.ArgumentParser) -> None:
     """Volcano's flags for how many feasible nodes are enough for a task."""
-    parser.add_argument("--percentage-nodes-to-find", type=int, default=0, metavar="PCT",
-                        help="feasible nodes to find, in percent of all (0: adaptive, "
-                             "as Volcano; 100: try every node)")
-    parser.add_argument("--minimum-feasible-nodes", type=int, default=100, metavar="N",
-                        help="clusters up to this size are searched whole (default 100)")
-    parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=5,
-                        metavar="PCT", help="lower bound of the adaptive percentage")
+    parser.add_argument("--percentage-nodes-to-find", type=_percentage, default=0,
+                        metavar="PCT",
+                        help="feasible nodes to find, in percent of all, 0 to 100 (0: "
+                             "adaptive, as Volcano; 100: try every node; default "
+                             "%(default)s)")
+    parser.add_argument("--minimum-feasible-nodes", type=_positive_int, default=100,
+                        metavar="N",
+                        help="clusters up to this size are searched whole (default "
+                             "%(default)s)")
+    parser.add_argument("--minimum-percentage-nodes-to-find", type=_percentage, default=5,
+                        metavar="PCT",
+                        help="lower bound of the adaptive percentage, 0 to 100 (default "
+                             "%(default)s)")
+
+
+def _add_logging_flags(parser: argparse.ArgumentParser) -> None:
+    """klog's `--v`, and the format of the lines (see `vscheduler.logs`)."""
+    parser.add_argument("-v", "--v", dest="verbosity", type=_int_in(0, MAX_VERBOSITY),
+                        default=0, metavar="N",
+                        help="log verbosity as Volcano's --v: 0 start-up, leadership, "
+                             "sessions, warnings and errors; 2 each bind and eviction; 4 "
+                             "lists and watches; 10 HTTP client debug (default "
+                             "%(default)s)")
+    parser.add_argument("--log-format", choices=FORMATS, default="text",
+                        help="text (klog's line) or json (one object a line) (default "
+                             "%(default)s)")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -103,6 +174,18 @@ def _duration(text: str) -> float:
     return sum(float(n) * scale[u] for n, u in parts)
 
 
+def _duration_text(seconds: float) -> str:
+    """Seconds as the flags take them back (`100ms`, `15s`), for the start-up lines."""
+    return f"{seconds * 1000:g}ms" if seconds < 1 else f"{seconds:g}s"
+
+
+def _positive_duration(text: str) -> float:
+    seconds = _duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be longer than 0s, not {text!r}")
+    return seconds
+
+
 def _flag(text: str) -> bool:
     if text.lower() in ("true", "1", "yes"):
         return True
@@ -122,6 +205,30 @@ def _run(args: argparse.Namespace) -> int:
     from vscheduler.kube.leader import LeaderElector
     from vscheduler.kube.metrics import serve
 
+    # The conf first: a bad one is the user's to fix, cluster or not.
+    try:
+        conf = load_conf(args.scheduler_conf)
+    except ConfError as err:
+        print(f"vscheduler: bad conf: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    names = tuple(args.scheduler_name or ["vscheduler"])
+    log.info("Starting vscheduler", extra=fields(
+        version=__version__, conf=args.scheduler_conf or "Volcano's default",
+        actions=conf.action_names(), plugins=conf.plugin_names(), scheduler_names=names,
+        default_queue=args.default_queue, schedule_period=_duration_text(args.schedule_period),
+        percentage_nodes_to_find=args.percentage_nodes_to_find, dry_run=args.dry_run))
+    for warning in conf.warnings:
+        log.warning("Conf warning", extra=fields(conf=conf.source, warning=warning))
+    # The lock is named after the scheduler, as Volcano's; the identity is unique per
+    # process.
+    lease = (args.lock_object_namespace, names[0] if len(names) == 1 else "vscheduler")
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    log.info("Leader election", extra=fields(
+        enabled=args.leader_elect, lease="/".join(lease) if args.leader_elect else None,
+        identity=identity if args.leader_elect else None,
+        lease_duration=_duration_text(args.leader_elect_lease_duration),
+        renew_deadline=_duration_text(args.leader_elect_renew_deadline),
+        retry_period=_duration_text(args.leader_elect_retry_period)))
     configuration = client.Configuration()
     try:
         if args.kubeconfig:
@@ -135,29 +242,21 @@ def _run(args: argparse.Namespace) -> int:
         print(f"vscheduler: no cluster to talk to: {err}", file=sys.stderr)
         return EXIT_USAGE
     api = client.ApiClient(configuration)
-    names = tuple(args.scheduler_name or ["vscheduler"])
     elector = None
     if args.leader_elect:
         try:
-            # The lock is named after the scheduler, as Volcano's; the identity is unique
-            # per process.
             elector = LeaderElector(
-                api, args.lock_object_namespace, names[0] if len(names) == 1 else "vscheduler",
-                f"{socket.gethostname()}_{uuid.uuid4()}",
+                api, *lease, identity,
                 lease_duration=args.leader_elect_lease_duration,
                 renew_deadline=args.leader_elect_renew_deadline,
                 retry_period=args.leader_elect_retry_period)
         except ValueError as err:
             print(f"vscheduler: {err}", file=sys.stderr)
             return EXIT_USAGE
-    try:
-        daemon = Daemon(api, args.scheduler_conf, scheduler_names=names,
-                        default_queue=args.default_queue, period=args.schedule_period,
-                        qps=args.kube_api_qps, burst=args.kube_api_burst,
-                        dry_run=args.dry_run, node_sampling=_sampling(args), elector=elector)
-    except ConfError as err:
-        print(f"vscheduler: bad conf: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    daemon = Daemon(api, args.scheduler_conf, conf=conf, scheduler_names=names,
+                    default_queue=args.default_queue, period=args.schedule_period,
+                    qps=args.kube_api_qps, burst=args.kube_api_burst,
+                    dry_run=args.dry_run, node_sampling=_sampling(args), elector=elector)
     if args.enable_metrics or args.enable_healthz:
         try:
             serve(daemon.metrics, args.listen_address, args.schedule_period,
@@ -166,10 +265,20 @@ def _run(args: argparse.Namespace) -> int:
             print(f"vscheduler: cannot listen on {args.listen_address}: {err}",
                   file=sys.stderr)
             return EXIT_USAGE
+    log.info("Metrics and health endpoints", extra=fields(
+        address=args.listen_address if args.enable_metrics or args.enable_healthz else None,
+        metrics=args.enable_metrics, healthz=args.enable_healthz))
     signal.signal(signal.SIGTERM, lambda *_: daemon.stop.set())
     signal.signal(signal.SIGINT, lambda *_: daemon.stop.set())
-    daemon.start_watches()
-    return daemon.run()
+    if daemon.start_watches():
+        log.info("Watches synced", extra=fields(kinds=[r.kind for r in daemon.reflectors]))
+    else:
+        log.warning("Not every kind listed in time; scheduling with what arrived",
+                    extra=fields(synced=[r.kind for r in daemon.reflectors
+                                         if r.synced.is_set()]))
+    code = daemon.run()
+    log.info("Stopped", extra=fields(exit_code=code))
+    return code
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -194,18 +303,19 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("files", nargs="+", metavar="FILE", help="YAML manifests")
     simulate.add_argument("--conf", help="volcano-scheduler.conf (default: Volcano's "
                                          "default conf)")
-    simulate.add_argument("--sessions", type=int, default=1, metavar="N",
-                          help="sessions to run (default 1)")
+    simulate.add_argument("--sessions", type=_positive_int, default=1, metavar="N",
+                          help="sessions to run (default %(default)s)")
     simulate.add_argument("--scheduler-name", action="append", metavar="NAME",
                           help="pods with this schedulerName are ours (repeatable; "
                                "default vscheduler)")
     simulate.add_argument("--default-queue", default="default", metavar="NAME",
-                          help="queue of jobs that name none (default: default)")
+                          help="queue of jobs that name none (default %(default)s)")
     simulate.add_argument("--now", type=_time, metavar="TIME",
                           help="the clock at the first session, as an RFC 3339 time "
                                "(default: the newest creationTimestamp in the files); it "
                                "moves one second a session")
-    simulate.add_argument("--output", choices=("text", "json"), default="text")
+    simulate.add_argument("--output", choices=("text", "json"), default="text",
+                          help="report format (default %(default)s)")
     _add_sampling_flags(simulate)
     simulate.set_defaults(run=_simulate)
 
@@ -213,24 +323,35 @@ def _parser() -> argparse.ArgumentParser:
         "bench", help="time real sessions on a generated cluster",
         description="Generate a GPU cluster from a seed, run sessions in-process and print "
                     "the time of each phase, pods placed per second and memory figures.")
-    bench.add_argument("--nodes", type=int, default=100)
-    bench.add_argument("--gpus-per-node", type=int, default=8)
-    bench.add_argument("--mig-every", type=int, default=10, metavar="N",
-                       help="every Nth node is split into MIG slices (0: none)")
-    bench.add_argument("--queues", type=int, default=4)
-    bench.add_argument("--jobs", type=int, default=20, help="pending gang jobs")
-    bench.add_argument("--tasks-per-job", type=int, default=4)
-    bench.add_argument("--running", type=int, default=200, help="pods already running")
-    bench.add_argument("--sessions", type=int, default=1)
-    bench.add_argument("--churn", type=int, default=0, metavar="N",
+    bench.add_argument("--nodes", type=_positive_int, default=100, metavar="N",
+                       help="GPU nodes (default %(default)s)")
+    bench.add_argument("--gpus-per-node", type=_positive_int, default=8, metavar="N",
+                       help="cards on each node (default %(default)s)")
+    bench.add_argument("--mig-every", type=_count, default=10, metavar="N",
+                       help="every Nth node is split into MIG slices, 0 for none "
+                            "(default %(default)s)")
+    bench.add_argument("--queues", type=_positive_int, default=4, metavar="N",
+                       help="queues the jobs are spread over (default %(default)s)")
+    bench.add_argument("--jobs", type=_count, default=20, metavar="N",
+                       help="pending gang jobs (default %(default)s)")
+    bench.add_argument("--tasks-per-job", type=_positive_int, default=4, metavar="N",
+                       help="pods in each job, running or pending (default %(default)s)")
+    bench.add_argument("--running", type=_count, default=200, metavar="N",
+                       help="pods already running (default %(default)s)")
+    bench.add_argument("--sessions", type=_positive_int, default=1, metavar="N",
+                       help="sessions to run (default %(default)s)")
+    bench.add_argument("--churn", type=_count, default=0, metavar="N",
                        help="before each session after the first, N running pods finish "
-                            "and N new pods arrive (the steady state)")
-    bench.add_argument("--seed", type=int, default=1)
+                            "and N new pods arrive, the steady state (default "
+                            "%(default)s)")
+    bench.add_argument("--seed", type=_int, default=1, metavar="N",
+                       help="seed of the generated cluster (default %(default)s)")
     bench.add_argument("--conf", help="conf to run (default: Volcano's default conf with "
                                       "capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
                        help="skip the cache memory measurement (tracemalloc slows loading)")
-    bench.add_argument("--output", choices=("text", "json"), default="text")
+    bench.add_argument("--output", choices=("text", "json"), default="text",
+                       help="report format (default %(default)s)")
     _add_sampling_flags(bench)
     bench.set_defaults(run=_bench)
 
@@ -242,28 +363,41 @@ def _parser() -> argparse.ArgumentParser:
                                           "then ~/.kube/config)")
     run.add_argument("--scheduler-conf", help="volcano-scheduler.conf (default: Volcano's "
                                               "default conf); reloaded when it changes")
-    run.add_argument("--schedule-period", type=_duration, default=1.0, metavar="DURATION",
-                     help="pause between sessions (default 1s)")
+    run.add_argument("--schedule-period", type=_positive_duration, default="1s",
+                     metavar="DURATION", help="pause between sessions (default %(default)s)")
     run.add_argument("--scheduler-name", action="append", metavar="NAME",
-                     help="pods with this schedulerName are ours (repeatable)")
-    run.add_argument("--default-queue", default="default", metavar="NAME")
+                     help="pods with this schedulerName are ours (repeatable; default "
+                          "vscheduler)")
+    run.add_argument("--default-queue", default="default", metavar="NAME",
+                     help="queue of jobs that name none (default %(default)s)")
     run.add_argument("--leader-elect", type=_flag, nargs="?", const=True, default=False,
-                     metavar="BOOL", help="elect a leader on a Lease: standbys only watch")
-    run.add_argument("--lock-object-namespace", default="volcano-system", metavar="NS")
-    for name, default in (("lease-duration", "15s"), ("renew-deadline", "10s"),
-                          ("retry-period", "2s")):
-        run.add_argument(f"--leader-elect-{name}", type=_duration, default=_duration(default),
-                         metavar="DURATION")
-    run.add_argument("--kube-api-qps", type=float, default=50.0, metavar="QPS")
-    run.add_argument("--kube-api-burst", type=int, default=100, metavar="N")
+                     metavar="BOOL", help="elect a leader on a Lease: standbys only watch "
+                                          "(default %(default)s)")
+    run.add_argument("--lock-object-namespace", default="volcano-system", metavar="NS",
+                     help="namespace of the leader election Lease (default %(default)s)")
+    for name, default, what in (
+            ("lease-duration", "15s", "how long standbys wait before taking a Lease "
+                                      "not renewed"),
+            ("renew-deadline", "10s", "how long the leader keeps trying to renew before "
+                                      "it stops"),
+            ("retry-period", "2s", "pause between tries to acquire or renew")):
+        run.add_argument(f"--leader-elect-{name}", type=_positive_duration, default=default,
+                         metavar="DURATION", help=f"{what} (default %(default)s)")
+    run.add_argument("--kube-api-qps", type=_positive_float, default=50.0, metavar="QPS",
+                     help="writes a second to the API server, on average (default "
+                          "%(default)s)")
+    run.add_argument("--kube-api-burst", type=_positive_int, default=100, metavar="N",
+                     help="writes at once above the QPS (default %(default)s)")
     run.add_argument("--enable-metrics", type=_flag, nargs="?", const=True, default=False,
-                     metavar="BOOL")
+                     metavar="BOOL", help="serve Prometheus /metrics (default %(default)s)")
     run.add_argument("--enable-healthz", type=_flag, nargs="?", const=True, default=False,
-                     metavar="BOOL")
-    run.add_argument("--listen-address", default=":8080", metavar="ADDRESS")
+                     metavar="BOOL", help="serve /healthz (default %(default)s)")
+    run.add_argument("--listen-address", default=":8080", metavar="ADDRESS",
+                     help="address of /metrics and /healthz (default %(default)s)")
     run.add_argument("--dry-run", action="store_true",
-                     help="decide and report, write nothing to the cluster")
+                     help="decide and log every decision, write nothing to the cluster")
     _add_sampling_flags(run)
+    _add_logging_flags(run)
     run.set_defaults(run=_run)
 
     plugins = commands.add_parser("plugins", help="list installed actions and plugins")
@@ -283,9 +417,7 @@ def entry() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if getattr(args, "sessions", 1) < 1:
-        print("vscheduler: --sessions must be 1 or more", file=sys.stderr)
-        return EXIT_USAGE
+    logs.setup(getattr(args, "verbosity", 0), getattr(args, "log_format", "text"))
     return args.run(args)
 
 
