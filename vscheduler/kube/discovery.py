@@ -16,6 +16,9 @@ import threading
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from vscheduler.kube.errors import error_fields
+from vscheduler.logs import fields
+
 __all__ = ["ApiDiscovery"]
 
 log = logging.getLogger(__name__)
@@ -47,11 +50,11 @@ class ApiDiscovery:
                               if isinstance(r, dict))
         except ApiException as err:
             if err.status != 404:
-                log.warning("discovery of %s failed: %s", path, err.reason)
+                log.warning("Discovery failed", extra=fields(path=path, **error_fields(err)))
                 return None
             names = frozenset()  # the group/version is not served at all
         except Exception as err:  # the server away: ask again next time
-            log.warning("discovery of %s failed: %s", path, err)
+            log.warning("Discovery failed", extra=fields(path=path, **error_fields(err)))
             return None
         with self._lock:
             self._served[key] = names
