@@ -127,6 +127,13 @@ def test_a_good_conf_and_no_cluster_logs_the_start_up_then_says_so(monkeypatch, 
     assert err.splitlines()[-1].startswith("vscheduler: no cluster to talk to")
 
 
+@pytest.mark.parametrize(("given", "read"), [("1s", "1s"), ("500ms", "500ms"),
+                                             ("1m30s", "90s"), ("1.5h", "5400s")])
+def test_durations_read_as_go_writes_them(given, read, monkeypatch, tmp_path, capsys):
+    _, err = _run_without_cluster(monkeypatch, tmp_path, capsys, f"--schedule-period={given}")
+    assert f'schedule_period="{read}"' in err
+
+
 def test_the_defaults_the_help_states_are_the_ones_run_starts_with(monkeypatch, tmp_path,
                                                                    capsys):
     run = _options(_help(capsys, "run"))

@@ -7,20 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.apiserver import FakeApiServer, wait_for
 from tests.builders import node, pod
-from vscheduler.cli import _duration, main
-
-
-def test_durations_read_as_go_writes_them():
-    assert _duration("1s") == 1.0
-    assert _duration("500ms") == 0.5
-    assert _duration("1m30s") == 90.0
-    with pytest.raises(Exception, match="not a duration"):
-        _duration("soon")
+from vscheduler.cli import main
 
 
 def test_bad_leader_election_timings_are_a_usage_error(capsys, tmp_path: Path):
