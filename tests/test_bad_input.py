@@ -68,18 +68,26 @@ def test_malformed_objects_of_every_kind():
     assert any("metadata: expected a map" in m for m in messages)
 
 
-def test_unreadable_yaml_is_reported_and_other_files_still_run(tmp_path, capsys):
+def test_a_file_that_is_not_yaml_is_one_line_and_exit_2(tmp_path, capsys):
     good = tmp_path / "good.yaml"
     good.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n"
-                    "  allocatable: {cpu: '2', memory: 2Gi, pods: '10'}\n---\n"
-                    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
-                    "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
+                    "  allocatable: {cpu: '2', memory: 2Gi, pods: '10'}\n")
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: Pod\nmetadata: {name: [unclosed\n")
-    assert main(["simulate", str(good), str(bad), "--output", "json"]) == 0
-    out = capsys.readouterr().out
-    assert '"default/p": "n1"' in out
-    assert "not valid YAML" in out
+    assert main(["simulate", str(good), str(bad), "--output", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"{bad}: not valid YAML: line 3" in err
+
+
+def test_a_file_not_in_utf8_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"kind: Node\nmetadata: {name: caf\xe9}\n")
+    assert main(["simulate", str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"{bad}: not UTF-8 text (byte 31)" in err
 
 
 def test_missing_manifest_file_is_a_usage_error(tmp_path, capsys):

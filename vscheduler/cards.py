@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 
 from vscheduler.objects import BadObject, parse_json_annotation
 from vscheduler.resources import Resource
+from vscheduler.textinput import brief
 
 __all__ = [
     "CARD_NAME_ANNOTATION",
@@ -186,7 +187,7 @@ def parse_alternatives(value: str) -> tuple[str, ...]:
     for part in str(value).split(SEPARATOR):
         name = part.strip()
         if not name:
-            raise CardError(f"card list {value!r} has an empty card name")
+            raise CardError(f"card list {brief(value)} has an empty card name")
         if name not in names:
             names.append(name)
     return tuple(names)
@@ -238,12 +239,17 @@ def parse_card_counts(text: str, where: str, alternatives: bool = False) -> dict
         except CardError as err:
             raise CardError(f"{where}: {err}") from None
         if len(names) > 1 and not alternatives:
-            raise CardError(f"{where}: {key!r}: a quota names one card, not alternatives")
+            raise CardError(f"{where}: {brief(key)}: a quota names one card, not alternatives")
         if isinstance(count, bool) or not isinstance(count, int | float) or count != count:
-            raise CardError(f"{where}: {key!r}: expected a number of cards, got {count!r}")
-        if count < 0 or not math.isfinite(float(count) * MILLI):
-            raise CardError(f"{where}: {key!r}: the number of cards must be 0 or more, "
-                            f"got {count!r}")
+            raise CardError(f"{where}: {brief(key)}: expected a number of cards, "
+                            f"got {brief(count)}")
+        try:
+            milli = float(count) * MILLI
+        except OverflowError:  # an integer of hundreds of digits
+            milli = math.inf
+        if count < 0 or not math.isfinite(milli):
+            raise CardError(f"{where}: {brief(key)}: the number of cards must be 0 or more "
+                            f"and finite, got {brief(count)}")
         name = join_alternatives(names)
-        counts[name] = counts.get(name, 0.0) + float(count) * MILLI
+        counts[name] = counts.get(name, 0.0) + milli
     return counts

@@ -17,7 +17,7 @@ from vscheduler.logs import FORMATS, MAX_VERBOSITY, fields
 from vscheduler.objects import timestamp_of
 from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
 from vscheduler.report import render_text
-from vscheduler.simulate import Simulation, load_manifests
+from vscheduler.simulate import ManifestError, Simulation, load_manifests
 
 __all__ = ["main"]
 
@@ -34,13 +34,15 @@ def _simulate(args: argparse.Namespace) -> int:
     for warning in conf.warnings:
         print(f"vscheduler: warning: {warning}", file=sys.stderr)
     try:
-        objects, problems = load_manifests(args.files)
-    except OSError as err:
-        print(f"vscheduler: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
+        manifests = load_manifests(args.files)
+    except ManifestError as err:
+        print(f"vscheduler: {err}", file=sys.stderr)
         return EXIT_USAGE
+    for note in manifests.notes:
+        print(f"vscheduler: {note}", file=sys.stderr)
     names = tuple(args.scheduler_name or ["vscheduler"])
     simulation = Simulation(conf, names, args.default_queue, _sampling(args), args.now)
-    simulation.load(objects, problems)
+    simulation.load(manifests.objects, manifests.problems)
     report = simulation.run(args.sessions).as_dict()
     if args.output == "json":
         print(json.dumps(report, indent=2, sort_keys=False))
@@ -300,7 +302,8 @@ def _parser() -> argparse.ArgumentParser:
         "simulate", help="run scheduling sessions on manifest files, with no cluster",
         description="Load Kubernetes manifests (Nodes, Pods, PodGroups, Queues, "
                     "PriorityClasses), run sessions in memory and print the decisions.")
-    simulate.add_argument("files", nargs="+", metavar="FILE", help="YAML manifests")
+    simulate.add_argument("files", nargs="+", metavar="FILE",
+                          help="YAML manifests (- reads stdin)")
     simulate.add_argument("--conf", help="volcano-scheduler.conf (default: Volcano's "
                                          "default conf)")
     simulate.add_argument("--sessions", type=_positive_int, default=1, metavar="N",

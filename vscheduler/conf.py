@@ -1,18 +1,19 @@
 """Volcano's `volcano-scheduler.conf`, read and checked in full before scheduling starts.
 
 Every mistake is one `ConfError` whose message names the place (`tiers[1].plugins[2]
-(binpack): argument 'binpack.weight' must be an integer, got 'x'`); the CLI exits with 2.
+(binpack): argument 'binpack.weight' must be an integer, got 'x'`); the CLI exits with 2,
+and the daemon keeps the conf it has. The text is read by `vscheduler.textinput`, so a
+conf nested hundreds of levels deep is one more such error, not a crash.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from vscheduler.hookspecs import ENABLE_FLAGS
 from vscheduler.plugin import ArgumentError, check_arguments
 from vscheduler.registry import RegistryError, hooks_of, load_action, load_plugin
+from vscheduler.textinput import TextError, load_yaml
 
 __all__ = ["DEFAULT_CONF", "ConfError", "PluginOption", "SchedulerConf", "load_conf",
            "parse_conf"]
@@ -103,12 +104,9 @@ def load_conf(path: str | None) -> SchedulerConf:
 
 def parse_conf(text: str, source: str = "conf") -> SchedulerConf:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfError(f"{source}:{where} not valid YAML: {problem}") from None
+        data = load_yaml(text)
+    except TextError as err:
+        raise ConfError(f"{source}: not valid YAML: {err}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

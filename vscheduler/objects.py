@@ -8,7 +8,6 @@ with a Warning event, and the rest is scheduled.
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +16,7 @@ from vscheduler.matching import NODE_NAME_FIELD
 from vscheduler.model import Pod, PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
+from vscheduler.textinput import TextError, brief, load_json
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -97,7 +97,7 @@ def _int(obj: Any, where: str, default: int | None = None) -> int | None:
     if isinstance(obj, bool) or not isinstance(obj, int):
         if isinstance(obj, str) and obj.strip().lstrip("-").isdigit():
             return int(obj)
-        raise BadObject(f"{where}: expected an integer, got {obj!r}")
+        raise BadObject(f"{where}: expected an integer, got {brief(obj)}")
     return obj
 
 
@@ -116,7 +116,7 @@ def _timestamp(meta: dict) -> float | None:
         try:
             raw = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
         except ValueError:
-            raise BadObject(f"metadata.creationTimestamp: not a timestamp: {raw!r}") from None
+            raise BadObject(f"metadata.creationTimestamp: not a timestamp: {brief(raw)}") from None
     # A time without a zone is UTC, as the API server writes it: never the local zone
     # of the machine that reads it (that would change decisions from one to another).
     if raw.tzinfo is None:
@@ -233,7 +233,7 @@ def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
         tol = _map(tol, f"spec.tolerations[{i}]")
         operator = tol.get("operator") or "Equal"
         if operator not in ("Equal", "Exists"):
-            raise BadObject(f"spec.tolerations[{i}].operator: {operator!r} is not Equal "
+            raise BadObject(f"spec.tolerations[{i}].operator: {brief(operator)} is not Equal "
                             "or Exists")
         out.append((str(tol.get("key") or ""), operator, str(tol.get("value") or ""),
                     str(tol.get("effect") or "")))
@@ -390,7 +390,7 @@ def parse_node(obj: dict) -> NodeSpec:
         taint = _map(taint, f"spec.taints[{i}]")
         effect = taint.get("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise BadObject(f"spec.taints[{i}].effect: {effect!r} is not NoSchedule, "
+            raise BadObject(f"spec.taints[{i}].effect: {brief(effect)} is not NoSchedule, "
                             "PreferNoSchedule or NoExecute")
         taints.append((str(taint.get("key") or ""), str(taint.get("value") or ""), effect))
     return NodeSpec(name, allocatable, _str_map(meta.get("labels"), "metadata.labels"),
@@ -471,7 +471,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
     guarantee = _map(spec.get("guarantee"), "spec.guarantee").get("resource")
     reclaimable = spec.get("reclaimable")
     if reclaimable is not None and not isinstance(reclaimable, bool):
-        raise BadObject(f"spec.reclaimable: expected true or false, got {reclaimable!r}")
+        raise BadObject(f"spec.reclaimable: expected true or false, got {brief(reclaimable)}")
     return Queue(
         name,
         weight,
@@ -501,11 +501,12 @@ def parse_priority_class(obj: dict) -> PriorityClass:
 
 
 def parse_json_annotation(text: str, where: str) -> dict[str, Any]:
-    """A JSON object held in an annotation (card quotas, card requests)."""
+    """A JSON object held in an annotation (card quotas, card requests), read by
+    `textinput.load_json`: too long or too deeply nested is a BadObject too."""
     try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise BadObject(f"{where}: not valid JSON: {err}") from None
+        data = load_json(text)
+    except TextError as err:
+        raise BadObject(f"{where}: {err}") from None
     if not isinstance(data, dict):
         raise BadObject(f"{where}: expected a JSON object")
     return data

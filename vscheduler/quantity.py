@@ -10,11 +10,24 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["QuantityError", "format_milli", "milli_value", "parse_quantity", "value"]
+from vscheduler.textinput import brief
+
+__all__ = ["MAX_LENGTH", "MAX_MAGNITUDE", "QuantityError", "format_milli", "milli_value",
+           "parse_quantity", "value"]
 
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
+
+
+# The longest quantity string read. Kubernetes caps quantities at 2^63-1 (19 digits);
+# with a fraction and a suffix a real one is far shorter. Without a bound, thousands of
+# digits reach `Fraction`, which refuses them with a ValueError of its own.
+MAX_LENGTH = 64
+# The largest amount read, as a number of units: far beyond any real amount (Kubernetes
+# caps quantities at 2^63-1, about 9.2e18), and small enough that every sum, share and
+# score computed from it is a finite float. Above it is the same error as `1e31`.
+MAX_MAGNITUDE = 10**30
 
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -43,13 +56,17 @@ def parse_quantity(text: object) -> Fraction:
     if isinstance(text, bool):
         raise QuantityError(f"{text!r} is not a quantity")
     if isinstance(text, int):
-        return Fraction(text)
+        return _in_range(Fraction(text), text)
     if isinstance(text, float):
         if text != text or text in (float("inf"), float("-inf")):
             raise QuantityError(f"{text!r} is not a quantity")
-        return Fraction(str(text))
+        return _in_range(Fraction(str(text)), text)
     if not isinstance(text, str):
-        raise QuantityError(f"{text!r} is not a quantity")
+        raise QuantityError(f"{brief(text)} is not a quantity")
+    if len(text) > MAX_LENGTH:
+        # (also keeps Fraction from converting thousands of digits, which Python refuses)
+        raise QuantityError(f"{brief(text)} is too long to be a quantity "
+                            f"(over {MAX_LENGTH} characters)")
     match = _QUANTITY.match(text.strip())
     if match is None:
         raise QuantityError(f"{text!r} is not a quantity (examples: 500m, 2, 1.5, 4Gi, 1e3)")
@@ -63,7 +80,13 @@ def parse_quantity(text: object) -> Fraction:
         number *= Fraction(10) ** exponent
     else:
         number *= _DECIMAL[match["dec"] or ""]
-    return -number if match["sign"] == "-" else number
+    return _in_range(-number if match["sign"] == "-" else number, text)
+
+
+def _in_range(number: Fraction, text: object) -> Fraction:
+    if abs(number) > MAX_MAGNITUDE:
+        raise QuantityError(f"{brief(text)} is out of range (at most 1e30)")
+    return number
 
 
 def _ceil(number: Fraction) -> int:

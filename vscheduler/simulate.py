@@ -10,79 +10,115 @@ confirms them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any, ClassVar
-
-import yaml
 
 from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.session import Event, Eviction, SessionResult
+from vscheduler.ingest import READ_GROUPS, add_object, read_kind, skipped_event
 from vscheduler.model import Job, Task
-from vscheduler.objects import (
-    PODGROUP_GROUPS,
-    BadObject,
-    parse_node,
-    parse_pod,
-    parse_podgroup,
-    parse_priority_class,
-    parse_queue,
-    timestamp_of,
-)
+from vscheduler.objects import BadObject, timestamp_of
 from vscheduler.resources import Resource
 from vscheduler.scheduler import Scheduler
+from vscheduler.textinput import TextError, brief, load_yaml_documents
 
-__all__ = ["Report", "Simulation", "load_manifests"]
+__all__ = ["ManifestError", "Manifests", "Report", "Simulation", "load_manifests"]
 
 
-def load_manifests(paths: Iterable[str]) -> tuple[list[tuple[str, dict]], list[Event]]:
-    """Every object in the files, as (where, object), and a Warning per unreadable part.
-    `List` kinds are flattened. Raises OSError for a file that cannot be read."""
-    objects: list[tuple[str, dict]] = []
-    problems: list[Event] = []
+class ManifestError(Exception):
+    """A manifest file that cannot be used at all (missing, unreadable, not YAML): one
+    line for the user; `simulate` exits with 2."""
+
+
+class Manifests:
+    """What the files hold: every object as (where, object), a Warning per part left out,
+    and a line per file that gives the scheduler nothing to read (for stderr)."""
+
+    __slots__ = ("notes", "objects", "problems")
+
+    def __init__(self) -> None:
+        self.objects: list[tuple[str, dict]] = []
+        self.problems: list[Event] = []
+        self.notes: list[str] = []
+
+
+STDIN = "-"
+
+
+def _read_text(path: str) -> str:
+    name = "stdin" if path == STDIN else path
+    try:
+        if path == STDIN:
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read() if stream is not None else sys.stdin.read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        return data if isinstance(data, str) else data.decode("utf-8")
+    except OSError as err:
+        raise ManifestError(f"cannot read {name}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ManifestError(f"{name}: not UTF-8 text (byte {err.start})") from None
+
+
+def load_manifests(paths: Iterable[str]) -> Manifests:
+    """The objects in the files (`-` is stdin). A document nested too deeply, or that is
+    not a map, is left out with a Warning; `List` kinds are flattened. ManifestError for
+    a file that is missing, unreadable or not YAML."""
+    found = Manifests()
     for path in paths:
-        with open(path, encoding="utf-8", errors="strict") as handle:
-            try:
-                text = handle.read()
-            except UnicodeDecodeError as err:
-                problems.append(Event(f"File/{path}", "Warning", "BadManifest",
-                                      f"{path}: not UTF-8 text (byte {err.start}), skipped"))
-                continue
+        name = "stdin" if path == STDIN else path
+        text = _read_text(path)
+        objects: list[tuple[str, dict]] = []
         try:
-            documents = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f"{path}:{mark.line + 1}" if mark is not None else path
-            problems.append(Event(f"File/{path}", "Warning", "BadManifest",
-                                  f"{where}: not valid YAML, file skipped: "
-                                  f"{getattr(err, 'problem', err)}"))
-            continue
-        for index, doc in enumerate(documents):
-            if doc is None:
-                continue
-            where = f"{path}#{index}"
-            if not isinstance(doc, dict):
-                problems.append(Event(f"File/{path}", "Warning", "BadManifest",
-                                      f"{where}: not a Kubernetes object, skipped"))
-                continue
-            if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
-                objects.extend((f"{where}.items[{i}]", item) for i, item in
-                               enumerate(doc["items"]) if isinstance(item, dict))
-            else:
-                objects.append((where, doc))
-    return objects, problems
+            for index, doc in enumerate(load_yaml_documents(text)):
+                where = f"{name}#{index}"
+                if doc is None:
+                    continue
+                if isinstance(doc, TextError):
+                    found.problems.append(Event(f"File/{name}", "Warning", "BadManifest",
+                                                f"{where}: {doc}; document skipped"))
+                elif not isinstance(doc, dict):
+                    found.problems.append(Event(f"File/{name}", "Warning", "BadManifest",
+                                                f"{where}: not a Kubernetes object, skipped"))
+                elif (str(doc.get("kind", "")).endswith("List")
+                      and isinstance(doc.get("items"), list)):
+                    objects.extend((f"{where}.items[{i}]", item) for i, item in
+                                   enumerate(doc["items"]) if isinstance(item, dict))
+                else:
+                    objects.append((where, doc))
+        except TextError as err:
+            raise ManifestError(f"{name}: not valid YAML: {err}") from None
+        found.objects.extend(objects)
+        note = _unread_note(name, [obj for _, obj in objects])
+        if note:
+            found.notes.append(note)
+    return found
 
 
-def _describe(obj: dict) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = meta.get("name", "?")
-    namespace = meta.get("namespace")
-    kind = obj.get("kind", "?")
-    cluster_scoped = kind in ("Node", "Queue", "PriorityClass")
-    if cluster_scoped:
-        return f"{kind}/{name}"
-    return f"{kind}/{namespace or 'default'}/{name}"
+def _unread_note(name: str, objects: list[dict]) -> str | None:
+    """A line for a file the scheduler reads nothing from, saying what it holds."""
+    if not objects:
+        return f"{name}: no Kubernetes objects"
+    if any(read_kind(obj) for obj in objects):
+        return None
+    kinds = sorted({_kind_and_group(obj) for obj in objects})
+    count = len(objects)
+    return (f"{name}: ignored {count} object{'s' if count > 1 else ''} of "
+            f"kind{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} "
+            f"(simulate reads {', '.join(READ_GROUPS)})")
+
+
+def _kind_and_group(obj: dict) -> str:
+    """`Kind`, or `Kind (apiVersion)` for a kind read only from other groups."""
+    kind = obj.get("kind")
+    kind = kind if isinstance(kind, str) and kind else "(no kind)"
+    if kind in READ_GROUPS:
+        return f"{kind} ({brief(obj.get('apiVersion'))})"
+    return kind
 
 
 def _job_reasons(pods: list[str], pending: dict[str, list[str]]) -> list[str]:
@@ -214,11 +250,10 @@ class Simulation:
             self._ORDER.get(str(item[1][1].get("kind")), 9), item[0]))
         for index, (where, obj) in ranked:
             try:
-                self._add(obj, float(index))
-                self._see_time(obj)
+                if self._add(obj, float(index)):
+                    self._see_time(obj)
             except BadObject as err:
-                self.report.add_event(Event(_describe(obj), "Warning", "BadObject",
-                                            f"{where}: {_describe(obj)} skipped: {err}"))
+                self.report.add_event(skipped_event(obj, err, where=where))
 
     def _see_time(self, obj: dict) -> None:
         if self._fixed_start or self.report.sessions:
@@ -227,21 +262,10 @@ class Simulation:
         if stamp is not None and (self.now is None or stamp > self.now):
             self.now = stamp
 
-    def _add(self, obj: dict, order: float) -> None:
-        kind = obj.get("kind")
-        group = str(obj.get("apiVersion", "")).split("/")[0]
-        cache = self.cache
-        if kind == "Pod":
-            cache.add_pod(parse_pod(obj, order))
-        elif kind == "Node":
-            cache.add_node(parse_node(obj))
-        elif kind == "PodGroup" and group in PODGROUP_GROUPS:
-            cache.add_podgroup(parse_podgroup(obj, order))
-        elif kind == "Queue" and group == "scheduling.volcano.sh":
-            cache.add_queue(parse_queue(obj, order))
-        elif kind == "PriorityClass":
-            cache.add_priority_class(parse_priority_class(obj))
-        # Other kinds (Deployments, Services, ...) do not affect scheduling.
+    def _add(self, obj: dict, order: float) -> str | None:
+        """Read one object into the cache as the daemon reads it from a watch; the kind it
+        was read as, None for one the scheduler does not read (a Deployment, ...)."""
+        return add_object(self.cache, obj, order=order)
 
     def step(self) -> SessionResult:
         """Let time pass, then run one session and apply its decisions."""

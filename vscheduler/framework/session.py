@@ -38,6 +38,8 @@ __all__ = ["Event", "Eviction", "Session", "SessionResult"]
 S = TaskStatus
 _SESSION_HOOKS = ("on_session_open", "on_session_close")
 _SESSION_COUNTER = itertools.count(1)
+# Why every pod waits in a session with no nodes at all (none yet, or none readable).
+NO_NODES = "0/0 nodes are available: the cluster has no nodes."
 
 
 class Event:
@@ -459,15 +461,21 @@ class Session:
             notes.append(message)
 
     def reasons_for(self, task: Task) -> list[str]:
-        """Every reason known for a task still pending, most specific first."""
+        """Every reason known for a task still pending, most specific first. In a
+        cluster without nodes that is the only reason: every other verdict (a queue
+        deserving nothing of an empty cluster is "overused") follows from it."""
+        if not self.node_list:
+            return [NO_NODES]
         job = self.jobs[task.job_id]
         reasons = list(self._task_notes.get(task.uid, ()))
         errors = job.fit_errors.get(task.uid)
         if errors is not None:
             reasons.append(errors.message(len(self.node_list)))
         if task.last_transaction and task.last_transaction[0] == S.ALLOCATED:
-            reasons.append(f"Pod {task.key} can possibly be assigned to "
-                           f"{task.last_transaction[1]}, once minAvailable is satisfied")
+            node = self.nodes.get(task.last_transaction[1])
+            if node is not None and self._still_fits(task, node):
+                reasons.append(f"Pod {task.key} can possibly be assigned to {node.name}, "
+                               "once minAvailable is satisfied")
         reasons.extend(self._job_notes.get(job.uid, ()))
         for condition in job.conditions:
             if (condition.type == "Unschedulable" and condition.status == "True"
@@ -477,6 +485,12 @@ class Session:
         if not reasons:
             reasons.append(job.fit_error())
         return reasons
+
+    @staticmethod
+    def _still_fits(task: Task, node: Node) -> bool:
+        """Whether `node`, as the session leaves it, still has room for `task`: a node
+        the task was tried on may since have been filled by pods placed after it."""
+        return task.key in node.tasks or node.insufficient_now(task.resreq) is None
 
     # ================================================================ close
 

@@ -8,17 +8,9 @@ a deleted one is removed whatever state it was in.
 from __future__ import annotations
 
 from vscheduler.cache import Cache
-from vscheduler.model import ALLOCATED_STATUSES
-from vscheduler.objects import (
-    PODGROUP_GROUPS,
-    BadObject,
-    metadata,
-    parse_node,
-    parse_pod,
-    parse_podgroup,
-    parse_priority_class,
-    parse_queue,
-)
+from vscheduler.ingest import add_object
+from vscheduler.objects import BadObject, metadata
+from vscheduler.textinput import brief
 
 __all__ = ["KINDS", "apply_event"]
 
@@ -34,32 +26,15 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
 
 def apply_event(cache: Cache, kind: str, event_type: str, obj: dict) -> None:
     """Apply one ADDED / MODIFIED / DELETED object of `kind` to the cache. Raises
-    BadObject for an object that cannot be read (it is then not in the cache)."""
-    namespace, name, _ = metadata(obj)
+    BadObject for an object that cannot be read (it is then not in the cache). Objects
+    are read by `vscheduler.ingest`, as simulate reads a manifest's."""
+    if kind not in KINDS:
+        raise BadObject(f"kind {brief(kind)} is not watched")
     if event_type == "DELETED":
+        namespace, name, _ = metadata(obj)
         _delete(cache, kind, namespace, name)
         return
-    if kind == "Pod":
-        parsed = parse_pod(obj)
-        known = cache.tasks.get(parsed.pod.key)
-        # A pod we decided to bind still shows no node until the API server has the
-        # Binding: keep our decision rather than make it pending again (Volcano too).
-        if (known is not None and known.status & ALLOCATED_STATUSES and known.node_name
-                and not parsed.node_name and parsed.pod.phase == "Pending"):
-            return
-        cache.add_pod(parsed)
-    elif kind == "Node":
-        cache.add_node(parse_node(obj))
-    elif kind == "PodGroup":
-        group = str(obj.get("apiVersion", "scheduling.volcano.sh")).split("/")[0]
-        if group in PODGROUP_GROUPS:
-            cache.add_podgroup(parse_podgroup(obj))
-    elif kind == "Queue":
-        cache.add_queue(parse_queue(obj))
-    elif kind == "PriorityClass":
-        cache.add_priority_class(parse_priority_class(obj))
-    else:
-        raise BadObject(f"kind {kind!r} is not watched")
+    add_object(cache, obj, kind)
 
 
 def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:

@@ -1,0 +1,111 @@
+"""A Kubernetes object (the dict the API server sends, or a manifest's document) into the
+cache: which kinds the scheduler reads, how each is parsed, and the Warning for one that
+cannot be read. `simulate` and the daemon both come through here, so a manifest is read
+exactly as the same object arriving from a watch.
+"""
+
+from __future__ import annotations
+
+from vscheduler.cache import Cache
+from vscheduler.framework.session import Event
+from vscheduler.model import ALLOCATED_STATUSES
+from vscheduler.objects import (
+    PODGROUP_GROUPS,
+    BadObject,
+    parse_node,
+    parse_pod,
+    parse_podgroup,
+    parse_priority_class,
+    parse_queue,
+)
+
+__all__ = ["CLUSTER_SCOPED", "READ_GROUPS", "add_object", "describe", "read_kind",
+           "skipped_event"]
+
+# kind -> the API groups it is read from ("" is the core group). A Queue of another
+# group is someone else's Queue, not Volcano's; a PodGroup may be Volcano's or
+# scheduler-plugins' (coscheduling).
+READ_GROUPS: dict[str, tuple[str, ...]] = {
+    "Node": ("",),
+    "Pod": ("",),
+    "PodGroup": PODGROUP_GROUPS,
+    "Queue": ("scheduling.volcano.sh",),
+    "PriorityClass": ("scheduling.k8s.io",),
+}
+CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass"})
+# Kubernetes' longest name (a DNS subdomain), and the most an Event's note holds: what a
+# Warning about an object keeps of a name or a message that a file makes longer.
+_NAME_LIMIT = 253
+_NOTE_LIMIT = 1024
+
+
+def read_kind(obj: dict, kind: str | None = None) -> str | None:
+    """The kind the scheduler reads `obj` as, or None if it reads no such object. `kind`
+    is the kind the caller watched (objects in a list response carry no kind or
+    apiVersion); without it, the object's own `kind` and `apiVersion` decide."""
+    if kind is None:
+        kind = obj.get("kind")
+    groups = READ_GROUPS.get(kind) if isinstance(kind, str) else None
+    if groups is None:
+        return None
+    api_version = obj.get("apiVersion")
+    if api_version is None:
+        return kind  # e.g. an item of a list response, which names neither
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
+    return kind if group in groups else None
+
+
+def add_object(cache: Cache, obj: dict, kind: str | None = None,
+               order: float = 0.0) -> str | None:
+    """Parse `obj` and put it in the cache (replacing what the cache had under its name);
+    the kind it was read as, or None for an object the scheduler does not read. Raises
+    BadObject for one it reads and cannot use (the cache is then unchanged). `order`
+    stands for the creation time of an object that has none (simulate's files)."""
+    read = read_kind(obj, kind)
+    if read == "Pod":
+        parsed = parse_pod(obj, order)
+        known = cache.tasks.get(parsed.pod.key)
+        # A pod the scheduler decided to bind still shows no node until the API server
+        # has the Binding: keep the decision rather than make it pending again (Volcano
+        # too).
+        if (known is not None and known.status & ALLOCATED_STATUSES and known.node_name
+                and not parsed.node_name and parsed.pod.phase == "Pending"):
+            return read
+        cache.add_pod(parsed)
+    elif read == "Node":
+        cache.add_node(parse_node(obj))
+    elif read == "PodGroup":
+        cache.add_podgroup(parse_podgroup(obj, order))
+    elif read == "Queue":
+        cache.add_queue(parse_queue(obj, order))
+    elif read == "PriorityClass":
+        cache.add_priority_class(parse_priority_class(obj))
+    return read
+
+
+def describe(obj: dict, kind: str | None = None) -> str:
+    """`Kind/namespace/name` (`Kind/name` for a cluster-scoped kind), as Events name
+    objects; `?` for a part the object does not give in a usable form."""
+    kind = kind or obj.get("kind")
+    kind = kind if isinstance(kind, str) and kind else "?"
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name")
+    name = name[:_NAME_LIMIT] if isinstance(name, str) and name else "?"
+    if kind in CLUSTER_SCOPED:
+        return f"{kind}/{name}"
+    namespace = meta.get("namespace")
+    namespace = namespace[:_NAME_LIMIT] if isinstance(namespace, str) and namespace \
+        else "default"
+    return f"{kind}/{namespace}/{name}"
+
+
+def skipped_event(obj: dict, err: BadObject, kind: str | None = None,
+                  where: str = "") -> Event:
+    """The Warning for an object left out: on the object (named once, by the Event), with
+    where it came from when that is a file, and what is wrong."""
+    place = f"{where}: " if where else ""
+    message = f"{place}skipped: {err}"
+    if len(message) > _NOTE_LIMIT:
+        message = message[:_NOTE_LIMIT - 3] + "..."
+    return Event(describe(obj, kind), "Warning", "BadObject", message)
