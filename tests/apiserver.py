@@ -60,10 +60,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import yaml
+
 __all__ = [
+    "CHART_CRDS",
     "RESOURCES",
     "ApiError",
     "BindingRecord",
@@ -71,6 +75,8 @@ __all__ = [
     "Fault",
     "Request",
     "Resource",
+    "crd_resources",
+    "load_crd",
     "wait_for",
 ]
 
@@ -93,6 +99,17 @@ class Resource:
     custom: bool = False  # a custom resource: no strategic merge, items keep kind/apiVersion
     verbs: tuple[str, ...] = ALL_VERBS
     short_names: tuple[str, ...] = ()
+    # A CRD's additionalPrinterColumns (name, type, jsonPath, priority): its Table's
+    # columns after NAME (AGE alone when it declares none, as the real server does).
+    printer_columns: tuple[Obj, ...] = ()
+    singular: str = ""
+    categories: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        """`plural.group` (`plural` for the core group): unique, where kinds may not be
+        (scheduling.volcano.sh and scheduling.x-k8s.io both serve a PodGroup)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
     def api_version(self) -> str:
@@ -110,6 +127,8 @@ class Resource:
         return "get" in self.verbs
 
 
+# The built-in resources; custom resources come from CustomResourceDefinitions (see
+# crd_resources; by default the chart's, CHART_CRDS).
 RESOURCES: tuple[Resource, ...] = (
     Resource("Namespace", "namespaces", "", "v1", False, ("status",), short_names=("ns",)),
     Resource("Node", "nodes", "", "v1", False, ("status",), short_names=("no",)),
@@ -121,11 +140,46 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("PriorityClass", "priorityclasses", "scheduling.k8s.io", "v1", False,
              short_names=("pc",)),
     Resource("Lease", "leases", "coordination.k8s.io", "v1", True),
-    Resource("PodGroup", "podgroups", "scheduling.volcano.sh", "v1beta1", True, ("status",),
-             custom=True, short_names=("pg",)),
-    Resource("Queue", "queues", "scheduling.volcano.sh", "v1beta1", False, ("status",),
-             custom=True, short_names=("q",)),
 )
+
+CHART_CRDS = tuple(sorted((Path(__file__).resolve().parent.parent / "charts" / "vscheduler"
+                           / "templates" / "crds").glob("*.yaml")))
+_TEMPLATE_LINE = re.compile(r"^\s*\{\{-?.*-?\}\}\s*$")
+
+
+def load_crd(source: str | Path | Obj) -> Obj:
+    """A CustomResourceDefinition from a dict, or from a YAML file; a Helm template's
+    lines that hold only a template action (`{{- if ... }}`, `{{- include ... }}`) are
+    dropped, which leaves the chart's CRDs as plain YAML with what the server reads."""
+    if isinstance(source, dict):
+        return copy.deepcopy(source)
+    text = Path(source).read_text()
+    plain = "\n".join(line for line in text.splitlines() if not _TEMPLATE_LINE.match(line))
+    crd = yaml.safe_load(plain)
+    if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+        raise ValueError(f"{source}: not a CustomResourceDefinition")
+    return cast(Obj, crd)
+
+
+def crd_resources(crd: Obj) -> list[Resource]:
+    """The resources a CRD serves: one per served version, with the status subresource
+    only where the version declares it (the real server serves nothing else)."""
+    spec = crd["spec"]
+    names = spec["names"]
+    out = []
+    for version in spec.get("versions") or []:
+        if not version.get("served", True):
+            continue
+        declared = version.get("subresources") or {}
+        out.append(Resource(
+            names["kind"], names["plural"], spec["group"], version["name"],
+            spec.get("scope", "Namespaced") == "Namespaced",
+            ("status",) if "status" in declared else (), custom=True,
+            short_names=tuple(names.get("shortNames") or ()),
+            printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
+            singular=names.get("singular") or names["kind"].lower(),
+            categories=tuple(names.get("categories") or ())))
+    return out
 
 _REASONS = {
     400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
@@ -699,7 +753,9 @@ class FakeApiServer:
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, history_limit: int = 1000,
                  bookmark_interval: float = 1.0, watch_timeout: float = 300.0,
-                 strict_times: bool = True) -> None:
+                 strict_times: bool = True,
+                 crds: tuple[str | Path | Obj, ...] | list[str | Path | Obj] = CHART_CRDS
+                 ) -> None:
         self.history_limit = history_limit
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
@@ -709,9 +765,13 @@ class FakeApiServer:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._rv = 100
-        self._store: dict[str, dict[tuple[str, str], Obj]] = {r.plural: {} for r in RESOURCES}
-        self._history: dict[str, deque[_Change]] = {r.plural: deque() for r in RESOURCES}
-        self._floor: dict[str, int] = {r.plural: self._rv for r in RESOURCES}
+        self.resources: tuple[Resource, ...] = ()
+        self._store: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._history: dict[str, deque[_Change]] = {}
+        self._floor: dict[str, int] = {}
+        self._serve(RESOURCES)
+        for crd in crds:
+            self.add_crd(crd)
         self._faults: list[Fault] = []
         self._requests: list[Request] = []
         self._bindings: list[BindingRecord] = []
@@ -725,6 +785,22 @@ class FakeApiServer:
         self._stopped = False
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def add_crd(self, crd: str | Path | Obj) -> list[Resource]:
+        """Serve what a CustomResourceDefinition (a dict or a YAML file) defines, as the
+        real server does once the CRD is established: its resources, in discovery too."""
+        added = crd_resources(load_crd(crd))
+        with self._lock:
+            known = {r.id + "/" + r.version for r in self.resources}
+            self._serve([r for r in added if r.id + "/" + r.version not in known])
+        return added
+
+    def _serve(self, resources: Any) -> None:
+        for res in resources:
+            self.resources += (res,)
+            self._store.setdefault(res.id, {})
+            self._history.setdefault(res.id, deque())
+            self._floor.setdefault(res.id, self._rv)
 
     def start(self) -> FakeApiServer:
         """Listen (on an ephemeral port unless one was given) and serve in a thread."""
@@ -931,33 +1007,33 @@ class FakeApiServer:
         with self._cond:
             self._rv += 1
             for res in self._kinds(kind):
-                self._history[res.plural].clear()
-                self._floor[res.plural] = self._rv
+                self._history[res.id].clear()
+                self._floor[res.id] = self._rv
             self._cond.notify_all()
 
     def close_watches(self, kind: str | None = None) -> None:
         """End the open watches (of one kind, or all) cleanly, as at their timeout."""
-        plurals = {r.plural for r in self._kinds(kind)}
+        plurals = {r.id for r in self._kinds(kind)}
         with self._cond:
             for watcher in self._watchers:
-                if watcher.resource.plural in plurals:
+                if watcher.resource.id in plurals:
                     watcher.end = watcher.end or "close"
             self._cond.notify_all()
 
     def send_bookmarks(self, kind: str | None = None) -> None:
         """Send a BOOKMARK now on the open watches that allow them."""
-        plurals = {r.plural for r in self._kinds(kind)}
+        plurals = {r.id for r in self._kinds(kind)}
         with self._cond:
             for watcher in self._watchers:
-                if watcher.resource.plural in plurals and watcher.bookmarks:
+                if watcher.resource.id in plurals and watcher.bookmarks:
                     watcher.want_bookmark = True
             self._cond.notify_all()
 
     def watchers(self, kind: str | None = None) -> int:
         """How many watches are open (of one kind, or all)."""
-        plurals = {r.plural for r in self._kinds(kind)}
+        plurals = {r.id for r in self._kinds(kind)}
         with self._lock:
-            return sum(1 for w in self._watchers if w.resource.plural in plurals)
+            return sum(1 for w in self._watchers if w.resource.id in plurals)
 
     def _unregister(self, watcher: _Watcher) -> None:
         with self._cond:
@@ -982,7 +1058,7 @@ class FakeApiServer:
 
     def _changes_since(self, watcher: _Watcher, rv: int) -> list[Obj]:
         found: list[_Change] = []
-        for change in reversed(self._history[watcher.resource.plural]):
+        for change in reversed(self._history[watcher.resource.id]):
             if change.rv <= rv:
                 break
             found.append(change)
@@ -1003,7 +1079,7 @@ class FakeApiServer:
 
     def _next_events(self, watcher: _Watcher) -> tuple[list[Obj], str | None]:
         """What to send next on a watch, waiting a little for it; and whether to end."""
-        plural = watcher.resource.plural
+        plural = watcher.resource.id
         with self._cond:
             if watcher.error is not None:
                 return [{"type": "ERROR", "object": watcher.error}], "close"
@@ -1051,7 +1127,7 @@ class FakeApiServer:
             if fault is not None:
                 watcher.error = ApiError(fault.code, fault.message).status()
             elif rv_text in ("", "0") or query.get("sendInitialEvents", "") in _TRUE:
-                items = sorted(self._store[res.plural].items())
+                items = sorted(self._store[res.id].items())
                 watcher.initial = [{"type": "ADDED", "object": obj} for key, obj in items
                                    if (ns is None or key[0] == ns) and match(obj)]
                 if bookmarks and query.get("sendInitialEvents", "") in _TRUE:
@@ -1062,7 +1138,7 @@ class FakeApiServer:
                     rv = int(rv_text)
                 except ValueError as exc:
                     raise ApiError(400, f"invalid resource version {rv_text!r}") from exc
-                floor = self._floor[res.plural]
+                floor = self._floor[res.id]
                 if rv < floor:
                     watcher.error = self._expired(rv, floor)["object"]
                 else:
@@ -1074,19 +1150,25 @@ class FakeApiServer:
     # -- the test-side object API --------------------------------------------------------------
 
     def _kinds(self, kind: str | None) -> list[Resource]:
-        return [r for r in RESOURCES if r.stored] if kind is None else [self._resource(kind)]
+        return [r for r in self.resources if r.stored] if kind is None \
+            else [self._resource(kind)]
 
-    @staticmethod
-    def _resource(kind: str) -> Resource:
-        for res in RESOURCES:
-            if kind in (res.kind, res.plural, res.kind.lower()) or kind in res.short_names:
+    def _resource(self, kind: str, api_version: str | None = None) -> Resource:
+        """The resource `kind` names (kind, plural, `plural.group` or a short name); of
+        several (a PodGroup of two groups), the one of `api_version`, else the first."""
+        for res in self.resources:
+            if ((kind in (res.kind, res.plural, res.kind.lower(), res.id)
+                 or kind in res.short_names)
+                    and api_version in (None, res.api_version)):
                 return res
+        if api_version is not None:
+            return self._resource(kind)
         raise KeyError(f"unknown kind {kind!r}")
 
     def create(self, obj: Obj) -> Obj:
         """Store a new object as given, status included (the `kind` says which resource);
         defaults and stamps it as the server would. Returns what is stored."""
-        res = self._resource(str(obj.get("kind", "")))
+        res = self._resource(str(obj.get("kind", "")), obj.get("apiVersion"))
         namespace = _key(obj)[0] or ("default" if res.namespaced else "")
         with self._cond:
             return copy.deepcopy(self._create(res, copy.deepcopy(obj), namespace, False))
@@ -1099,20 +1181,20 @@ class FakeApiServer:
         """A copy of the stored object, or None."""
         res = self._resource(kind)
         with self._lock:
-            found = self._store[res.plural].get((namespace or "", name))
+            found = self._store[res.id].get((namespace or "", name))
             return copy.deepcopy(found) if found is not None else None
 
     def objects(self, kind: str, namespace: str | None = None) -> list[Obj]:
         """Copies of the stored objects of a kind (in one namespace), oldest first."""
         res = self._resource(kind)
         with self._lock:
-            return [copy.deepcopy(o) for k, o in self._store[res.plural].items()
+            return [copy.deepcopy(o) for k, o in self._store[res.id].items()
                     if namespace is None or k[0] == namespace]
 
     def update(self, obj: Obj) -> Obj:
         """Replace a stored object as a whole (status included, no resourceVersion check),
         e.g. as a kubelet would report a pod Running. Returns what is stored."""
-        res = self._resource(str(obj.get("kind", "")))
+        res = self._resource(str(obj.get("kind", "")), obj.get("apiVersion"))
         namespace, name = _key(obj)
         if res.namespaced and not namespace:
             namespace = "default"
@@ -1164,7 +1246,7 @@ class FakeApiServer:
     # -- storage (callers hold the lock) -------------------------------------------------------
 
     def _stored(self, res: Resource, key: tuple[str, str]) -> Obj:
-        found = self._store[res.plural].get(key)
+        found = self._store[res.id].get(key)
         if found is None:
             raise ApiError(404, f'{self._qualified(res)} "{key[1]}" not found', "NotFound",
                            _details(res, key[1]))
@@ -1181,23 +1263,28 @@ class FakeApiServer:
         meta = _meta(new)
         if old is not None and kind == "MODIFIED":
             if res.custom:
+                # Every change but metadata's moves the generation on; status's too where
+                # it is no subresource of its own (as the real server counts).
+                kept = {"metadata", "kind", "apiVersion"}
+                if "status" in res.subresources:
+                    kept.add("status")
                 changed = any(new.get(k) != old.get(k) for k in set(new) | set(old)
-                              if k not in ("metadata", "status", "kind", "apiVersion"))
+                              if k not in kept)
                 meta["generation"] = int(old["metadata"].get("generation", 1)) + changed
             meta["resourceVersion"] = old["metadata"].get("resourceVersion")
             if new == old:
                 return old  # a no-op write: no new resourceVersion, no event (as for real)
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
-        store = self._store[res.plural]
+        store = self._store[res.id]
         if kind == "DELETED":
             store.pop(_key(new), None)
         else:
             store[_key(new)] = new
-        history = self._history[res.plural]
+        history = self._history[res.id]
         history.append(_Change(self._rv, kind, new, old))
         while len(history) > max(self.history_limit, 1):
-            self._floor[res.plural] = max(self._floor[res.plural], history.popleft().rv)
+            self._floor[res.id] = max(self._floor[res.id], history.popleft().rv)
         self._cond.notify_all()
         return new
 
@@ -1215,7 +1302,7 @@ class FakeApiServer:
                 raise ApiError(422, f"{res.kind} is invalid: metadata.name: Required value: "
                                "name or generateName is required", "Invalid")
         key = _key(obj)
-        if key in self._store[res.plural]:
+        if key in self._store[res.id]:
             raise ApiError(409, f'{self._qualified(res)} "{key[1]}" already exists',
                            "AlreadyExists",
                            _details(res, key[1]))
@@ -1247,7 +1334,7 @@ class FakeApiServer:
             pod["status"].setdefault("phase", "Pending")
         if "priority" in spec:
             return
-        classes = self._store["priorityclasses"]
+        classes = self._store["priorityclasses.scheduling.k8s.io"]
         name = spec.get("priorityClassName")
         if name:
             found = classes.get(("", name))
@@ -1300,6 +1387,10 @@ class FakeApiServer:
         verb = {"GET": "get" if name else ("watch" if request.watch else "list"),
                 "POST": "create", "PUT": "update", "PATCH": "patch",
                 "DELETE": "delete"}.get(method, "")
+        if sub is not None and sub not in res.subresources:
+            # e.g. podgroups/{name}/status where the CRD declares no status subresource
+            raise ApiError(404, "the server could not find the requested resource",
+                           "NotFound")
         if not self._allowed(res, verb, name, sub):
             raise ApiError(405, f"the server does not allow this method on the requested "
                            f"resource ({method} {request.path})", "MethodNotAllowed")
@@ -1342,7 +1433,7 @@ class FakeApiServer:
     def _discovery(self, parts: list[str]) -> Obj | None:
         if not parts:
             return {"paths": sorted({"/api", "/api/v1", "/apis", "/version", "/healthz"}
-                                    | {r.prefix for r in RESOURCES})}
+                                    | {r.prefix for r in self.resources})}
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return {"status": "ok"}
         if parts == ["version"]:
@@ -1354,7 +1445,7 @@ class FakeApiServer:
             return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{self._host}:{self._port}"}]}
         groups: dict[str, list[str]] = {}
-        for res in RESOURCES:
+        for res in self.resources:
             if res.group:
                 versions = groups.setdefault(res.group, [])
                 if res.version not in versions:
@@ -1375,17 +1466,18 @@ class FakeApiServer:
             return self._resource_list(parts[1], parts[2])
         return None
 
-    @staticmethod
-    def _resource_list(group: str, version: str) -> Obj:
+    def _resource_list(self, group: str, version: str) -> Obj:
         entries: list[Obj] = []
-        for res in RESOURCES:
+        for res in self.resources:
             if res.group != group or res.version != version:
                 continue
-            entry: Obj = {"name": res.plural, "singularName": res.kind.lower(),
+            entry: Obj = {"name": res.plural, "singularName": res.singular or res.kind.lower(),
                           "namespaced": res.namespaced, "kind": res.kind,
                           "verbs": list(res.verbs)}
             if res.short_names:
                 entry["shortNames"] = list(res.short_names)
+            if res.categories:
+                entry["categories"] = list(res.categories)
             entries.append(entry)
             for sub in res.subresources:
                 kind, verbs = res.kind, ["get", "patch", "update"]
@@ -1399,15 +1491,15 @@ class FakeApiServer:
                 "groupVersion": f"{group}/{version}" if group else version,
                 "resources": entries}
 
-    @staticmethod
-    def _route(parts: list[str]) -> tuple[Resource, str | None, str | None, str | None]:
+    def _route(self, parts: list[str]) -> tuple[Resource, str | None, str | None, str | None]:
         if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
             group, version, rest = "", "v1", parts[2:]
         elif len(parts) >= 3 and parts[0] == "apis":
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
             raise ApiError(404, "the server could not find the requested resource")
-        served = {r.plural: r for r in RESOURCES if r.group == group and r.version == version}
+        served = {r.plural: r for r in self.resources
+                  if r.group == group and r.version == version}
         ns: str | None = None
         if (len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in served
                 and served[rest[2]].namespaced):
@@ -1445,7 +1537,7 @@ class FakeApiServer:
                 limit = int(query.get("limit") or 0)
             except ValueError as exc:
                 raise ApiError(400, f"invalid limit {query.get('limit')!r}") from exc
-            store = self._store[res.plural]
+            store = self._store[res.id]
             keys = sorted(store)
             # A page starts after the last key of the one before (found by bisection,
             # so that listing many objects in pages is not quadratic).
