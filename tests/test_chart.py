@@ -56,6 +56,8 @@ CLUSTER_GRANTS = {
       for verb in ("get", "list", "watch")),
     *(("scheduling.volcano.sh", f"{kind}/status", verb) for kind in ("podgroups", "queues")
       for verb in ("update", "patch")),
+    # Volcano's PodGroup CRD has no status subresource: status is patched on the object.
+    ("scheduling.volcano.sh", "podgroups", "patch"),
 }
 LEASE_GRANTS = {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 
@@ -495,7 +497,8 @@ def test_crds(chart: helm.Chart) -> None:
         assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
         [version] = crd["spec"]["versions"]
         assert version["name"] == "v1beta1" and version["served"] and version["storage"]
-        assert version["subresources"] == {"status": {}}
+        # As Volcano's own CRDs: a status subresource for Queue, none for PodGroup.
+        assert version["subresources"] == ({} if kind == "PodGroup" else {"status": {}})
         schema = version["schema"]["openAPIV3Schema"]
         assert_structural(schema, kind)
         spec, status = schema["properties"]["spec"], schema["properties"]["status"]
