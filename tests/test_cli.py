@@ -160,3 +160,12 @@ def test_a_percentage_is_taken_from_0_to_100_and_refused_outside(value):
     except SystemExit as exited:
         code = -int(exited.code or 0)  # argparse refused the value
     assert code == (2 if 0 <= value <= 100 else -2)
+
+
+@pytest.mark.parametrize("bad", [{"nodes": 0}, {"tasks_per_job": 0}, {"queues": 0},
+                                 {"running": -1}, {"card_models": ()}])
+def test_a_bench_spec_with_nothing_to_run_on_is_refused(bad):
+    from vscheduler.bench import BenchSpec
+
+    with pytest.raises(ValueError, match="must"):
+        BenchSpec(**bad)

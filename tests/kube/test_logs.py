@@ -93,6 +93,26 @@ def _fields(line: str) -> dict[str, str]:
     return dict(re.findall(r' (\w+)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\S+)', line))
 
 
+def test_sigterm_during_start_up_ends_the_process_at_once(tmp_path):
+    # No API server answers: the reflectors retry their first list until stopped.
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vscheduler", "run", "--kubeconfig", str(kubeconfig)],
+        stderr=subprocess.PIPE, text=True)
+    lines = Lines(process.stderr)
+    try:
+        lines.wait('"List or watch failed"')
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    failed = _fields(lines.having('"List or watch failed"')[0])
+    assert failed["status"] == "null" and failed["error"]
+    assert lines.having('"Not every kind listed in time')
+
+
 def test_start_up_lines_say_what_runs_and_how(server, tmp_path):
     with daemon_process(server, tmp_path, "--scheduler-name=batch",
                         "--default-queue=research") as lines:
@@ -141,8 +161,9 @@ def test_a_session_is_one_line_and_binds_show_from_v2(server, tmp_path):
     assert not verbose.having('"Listed"')
 
     with daemon_process(server, tmp_path, "--v=4") as detailed:
-        listed = [_fields(line) for line in detailed.wait('"Listed"')]
-    assert {'"Node"', '"Pod"'} <= {f["kind"] for f in listed}
+        detailed.wait('"Watches synced"')
+        listed = {_fields(line)["kind"] for line in detailed.having('"Listed"')}
+    assert {'"Node"', '"Pod"', '"PodGroup"', '"Queue"'} <= listed
 
 
 def test_json_lines_parse_with_their_fields(server, tmp_path):

@@ -79,13 +79,19 @@ class Daemon:
         self.incoming.put((kind, event_type, obj))
 
     def start_watches(self, synced_timeout: float = 60.0) -> bool:
-        """Start the reflectors; whether every kind was listed within the timeout."""
+        """Start the reflectors; whether every kind was listed within the timeout. A stop
+        (SIGTERM) ends the wait: a reflector stopped before its first list never syncs."""
         for reflector in self.reflectors:
             thread = threading.Thread(target=reflector.run, name=f"watch-{reflector.kind}",
                                       daemon=True)
             thread.start()
             self._threads.append(thread)
-        return all(r.synced.wait(synced_timeout) for r in self.reflectors)
+        deadline = time.monotonic() + synced_timeout
+        for reflector in self.reflectors:
+            while not reflector.synced.wait(0.05):
+                if self.stop.is_set() or time.monotonic() >= deadline:
+                    return False
+        return True
 
     def _drain(self) -> None:
         while True:
