@@ -1,11 +1,19 @@
 """The Helm chart in charts/vscheduler: rendered with Helm's own engine (helm-python-sdk,
-Helm as a library, no helm binary and no cluster), every manifest validated against the
-Kubernetes OpenAPI schemas that kubernetes-validate ships, and the content that matters
-checked: RBAC verbs, daemon flags, the conf, replicas and leader election, the CRDs."""
+Helm as a library, no cluster), every manifest validated against the Kubernetes OpenAPI
+schemas that kubernetes-validate ships, and the content that matters checked: RBAC verbs,
+daemon flags, the conf, replicas and leader election, the CRDs, the Grafana dashboard and
+the alerts (every metric they name is one the daemon registers). The real `helm` binary
+(Helm v4, what users run) lints every scenario strictly and renders each one exactly as
+the library does, so the checks here hold for `helm template` and `helm install`."""
 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +23,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+
+from tests.binaries import binary
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "vscheduler"
@@ -26,7 +36,8 @@ NAMESPACE = "vscheduler-system"
 KUBE_VERSIONS = ("1.25", kubernetes_validate.latest_version())
 # Kinds defined by CRDs of other projects: no schema in kubernetes-validate. Each is
 # checked by hand below instead.
-FOREIGN_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
+FOREIGN_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"),
+                 ("monitoring.coreos.com/v1", "PrometheusRule")}
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
 
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -34,7 +45,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "no-leader-election": {"leaderElect": False},
     "service-monitor": {"serviceMonitor": {"enabled": True}},
     "crds": {"crds": {"install": True}},
+    "dashboard-and-alerts": {"grafanaDashboard": {"enabled": True},
+                             "prometheusRule": {"enabled": True}},
     "everything-on": {"crds": {"install": True}, "serviceMonitor": {"enabled": True},
+                      "grafanaDashboard": {"enabled": True, "labels": {"team": "batch"}},
+                      "prometheusRule": {"enabled": True, "labels": {"release": "prom"}},
                       "rbac": {"coschedulingPodGroups": True}, "restartOnConfChange": True,
                       "podAntiAffinity": "hard", "replicas": 3},
     "everything-off": {"leaderElect": False, "enableMetrics": False,
@@ -559,3 +574,317 @@ def test_notes_tell_how_to_use_the_scheduler(chart: helm.Chart) -> None:
     assert NAMESPACE in notes
     custom = render(chart, {"schedulerNames": ["batch", "vscheduler"]})
     assert "schedulerName: batch" in custom["vscheduler/templates/NOTES.txt"]
+
+
+# --------------------------------------------------------------------------- dashboard, alerts
+
+DASHBOARD = CHART / "dashboards" / "vscheduler.json"
+# PromQL words that are not metric names (functions are told by the "(" after them).
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
+                "and", "or", "unless", "offset", "inf", "nan"}
+# Series that Prometheus itself writes for every target.
+PROMETHEUS_SERIES = {"up"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: strings, label matchers, ranges and
+    grouping label lists removed, then every identifier that is not a function call, a
+    keyword or a number."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    text = re.sub(r"\{[^}]*\}", " ", text)
+    text = re.sub(r"\[[^\]]*\]", " ", text)
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    names = set()
+    # (not inside a number or a duration such as 5m)
+    for match in re.finditer(r"(?<![A-Za-z0-9_:.])[A-Za-z_:][A-Za-z0-9_:]*", text):
+        rest = text[match.end():].lstrip()
+        word = match.group()
+        if rest.startswith("(") or word.lower() in PROMQL_WORDS:
+            continue
+        names.add(word)
+    return names
+
+
+def exported_series() -> set[str]:
+    """Every series name the daemon exports: gauges as named, counters with _total,
+    histograms' _bucket, _sum and _count."""
+    from vscheduler.kube.metrics import Metrics
+
+    names = set()
+    for info in Metrics().described:
+        if info.kind == "histogram":
+            names |= {f"{info.name}_{part}" for part in ("bucket", "sum", "count")}
+        else:
+            names.add(info.name)
+    return names
+
+
+def test_metric_names_are_found_in_promql() -> None:
+    """Guards the checks below: the parser finds names, and only names."""
+    assert metric_names('sum by (queue_name) (rate(volcano_pod_bind_total{job=~"a|b"}[5m]))'
+                        ) == {"volcano_pod_bind_total"}
+    assert metric_names("histogram_quantile(0.99, sum by (le) (rate(x_bucket[5m]))) / 1000"
+                        ) == {"x_bucket"}
+    assert metric_names('min(timestamp(a{l="}"}) - a) / b > 30 and on() c offset 5m') == \
+        {"a", "b", "c"}
+    assert metric_names("absent(up == 1)") == {"up"}
+
+
+def dashboard_expressions(dashboard: dict) -> list[str]:
+    exprs = [target["expr"] for panel in dashboard["panels"]
+             for target in panel.get("targets", [])]
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            exprs.append(re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1",
+                                variable["query"]["query"]))
+    return exprs
+
+
+def test_the_dashboard_reads_only_metrics_the_daemon_exports() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exported = exported_series()
+    used: set[str] = set()
+    for expr in dashboard_expressions(dashboard):
+        names = metric_names(expr)
+        assert names, expr
+        assert names <= exported, f"{sorted(names - exported)} in {expr}"
+        used |= names
+    # Every exported metric is on the dashboard, but for the period (read by an alert).
+    bases = {re.sub(r"_(bucket|sum|count)$", "", name) for name in used}
+    missing = {re.sub(r"_(bucket|sum|count)$", "", name) for name in exported} - bases
+    assert missing == {"vscheduler_schedule_period_seconds"}
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["targets"] and panel["datasource"]["uid"] == "${datasource}"
+
+
+def test_grafana_dashboard_config_map(chart: helm.Chart) -> None:
+    def dashboards(values: dict[str, Any]) -> list[dict]:
+        return [obj for obj in manifests(chart, values) if obj["kind"] == "ConfigMap"
+                and obj["metadata"]["name"].endswith("-dashboard")]
+
+    assert dashboards({}) == []
+    [config] = dashboards({"grafanaDashboard": {"enabled": True}})
+    assert config["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config["metadata"]["namespace"] == NAMESPACE
+    assert list(config["data"]) == ["vscheduler.json"]
+    assert json.loads(config["data"]["vscheduler.json"]) == json.loads(DASHBOARD.read_text())
+    [custom] = dashboards({"grafanaDashboard": {
+        "enabled": True, "labels": {"grafana_dashboard": "yes", "team": "batch"},
+        "annotations": {"grafana_folder": "Schedulers"}, "namespace": "monitoring"}})
+    assert custom["metadata"]["labels"]["grafana_dashboard"] == "yes"
+    assert custom["metadata"]["labels"]["team"] == "batch"
+    assert custom["metadata"]["annotations"] == {"grafana_folder": "Schedulers"}
+    assert custom["metadata"]["namespace"] == "monitoring"
+    with pytest.raises(helm.HelmRenderError, match="needs enableMetrics"):
+        render(chart, {"grafanaDashboard": {"enabled": True}, "enableMetrics": False})
+
+
+def alert_rules(chart: helm.Chart, values: dict[str, Any] | None = None) -> dict[str, dict]:
+    rule = only(manifests(chart, {"prometheusRule": {"enabled": True, **(values or {})}}),
+                "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    [group] = rule["spec"]["groups"]
+    return {r["alert"]: r for r in group["rules"]}
+
+
+ALERTS = {"VSchedulerDown", "VSchedulerNoSchedulingCycle", "VSchedulerLeaderChanges",
+          "VSchedulerBindErrors", "VSchedulerPodsPendingTooLong"}
+
+
+def test_alerts_read_only_metrics_the_daemon_exports(chart: helm.Chart) -> None:
+    assert "PrometheusRule" not in kinds(manifests(chart))
+    rules = alert_rules(chart)
+    assert set(rules) == ALERTS
+    exported = exported_series() | PROMETHEUS_SERIES
+    for name, rule in rules.items():
+        names = metric_names(rule["expr"])
+        assert names and names <= exported, (name, sorted(names - exported))
+        assert rule["labels"]["severity"] in ("critical", "warning")
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+        # Each alert looks at this release's series only.
+        assert f'job="{RELEASE}-vscheduler-metrics", namespace="{NAMESPACE}"' in rule["expr"]
+
+
+def test_alert_thresholds_follow_the_values(chart: helm.Chart) -> None:
+    rules = alert_rules(chart, {"selector": 'job="sched"', "rules": {
+        "noCycle": {"periods": 12, "for": "30s"},
+        "leaderChanges": {"window": "30m", "max": 2},
+        "bindErrors": {"window": "5m", "threshold": 3},
+        "podsPending": {"thresholdSeconds": 900, "severity": "critical"},
+        "down": {"enabled": False}}})
+    assert set(rules) == ALERTS - {"VSchedulerDown"}
+    cycle = rules["VSchedulerNoSchedulingCycle"]
+    assert cycle["expr"].rstrip().endswith("> 12") and cycle["for"] == "30s"
+    assert "vscheduler_schedule_period_seconds{job=\"sched\"}" in cycle["expr"]
+    assert rules["VSchedulerLeaderChanges"]["expr"] == \
+        'sum(changes(vscheduler_is_leader{job="sched"}[30m])) > 2'
+    assert rules["VSchedulerBindErrors"]["expr"] == (
+        'sum(increase(vscheduler_api_errors_total{job="sched", operation="bind"}[5m])) > 3')
+    pending = rules["VSchedulerPodsPendingTooLong"]
+    assert pending["expr"].endswith("> 900") and pending["labels"]["severity"] == "critical"
+    labelled = only(manifests(chart, {"prometheusRule": {"enabled": True,
+                                                         "labels": {"release": "prom"}}}),
+                    "PrometheusRule")
+    assert labelled["metadata"]["labels"]["release"] == "prom"
+    with pytest.raises(helm.HelmRenderError, match="needs enableMetrics"):
+        render(chart, {"prometheusRule": {"enabled": True}, "enableMetrics": False})
+    for bad in ({"prometheusRule": {"rules": {"noCycle": {"periods": 0}}}},
+                {"prometheusRule": {"rules": {"bindErrors": {"window": "ten minutes"}}}},
+                {"prometheusRule": {"rules": {"podsPending": {"threshold": 5}}}},
+                {"grafanaDashboard": {"enable": True}}):
+        with pytest.raises(helm.HelmValuesError):
+            render(chart, bad)
+
+
+# --------------------------------------------------------------------------- promtool
+
+
+def promtool() -> str:
+    """Prometheus' own rule checker, where installed (Debian's `prometheus` package); the
+    tests that need it are skipped otherwise."""
+    found = os.environ.get("PROMTOOL") or shutil.which("promtool")
+    if not found:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    return found
+
+
+def rule_file(chart: helm.Chart, tmp_path: Path, values: dict[str, Any] | None = None) -> Path:
+    rule = only(manifests(chart, {"prometheusRule": {"enabled": True, **(values or {})}}),
+                "PrometheusRule")
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(rule["spec"]))
+    return path
+
+
+def test_promtool_accepts_the_rules(chart: helm.Chart, tmp_path: Path) -> None:
+    checked = subprocess.run([promtool(), "check", "rules", str(rule_file(chart, tmp_path))],
+                             capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"SUCCESS: {len(ALERTS)} rules found" in checked.stdout
+
+
+# Series as the daemon exports them, one sample a minute for 30 minutes: a leader whose
+# loop stops at minute 10 (and whose target is gone from then on), while binds fail from
+# minute 6, the oldest pending pod ages by 3 minutes a minute, and the lease changes hands
+# six times in the first minutes.
+SERIES = {
+    "up": "1x10 0x20",
+    "vscheduler_last_cycle_timestamp_seconds": "0+60x10 600x20",
+    "vscheduler_schedule_period_seconds": "1x30",
+    "vscheduler_is_leader": "1 0 1 0 1 0 1 1x23",
+    'vscheduler_api_errors_total{operation="bind"}': "0x5 1+1x25",
+    "vscheduler_oldest_pending_pod_age_seconds": "0+180x30",
+}
+# (minute, alert, whether it fires then)
+EXPECTED = [(5, "VSchedulerNoSchedulingCycle", False), (20, "VSchedulerNoSchedulingCycle", True),
+            (5, "VSchedulerDown", False), (20, "VSchedulerDown", True),
+            (8, "VSchedulerLeaderChanges", True), (4, "VSchedulerBindErrors", False),
+            (15, "VSchedulerBindErrors", True), (20, "VSchedulerPodsPendingTooLong", False),
+            (30, "VSchedulerPodsPendingTooLong", True)]
+
+
+def promtool_test(rules: dict[str, dict], fire: bool = True) -> str:
+    """A `promtool test rules` file: SERIES under this release's labels, and EXPECTED with
+    each alert's labels and annotations as rendered (or nothing firing)."""
+    labels = f'job="{RELEASE}-vscheduler-metrics", namespace="{NAMESPACE}", pod="a"'
+    series = []
+    for name, values in SERIES.items():
+        base, _, extra = name.partition("{")
+        matchers = f"{labels}, {extra.rstrip('}')}" if extra else labels
+        series.append({"series": f"{base}{{{matchers}}}", "values": values})
+    checks = []
+    for minute, alert, fires in EXPECTED:
+        expected = [{"exp_labels": rules[alert]["labels"],
+                     "exp_annotations": rules[alert]["annotations"]}] if fire and fires else []
+        checks.append({"eval_time": f"{minute}m", "alertname": alert, "exp_alerts": expected})
+    return yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+                           "tests": [{"interval": "1m", "input_series": series,
+                                      "alert_rule_test": checks}]})
+
+
+def test_promtool_fires_each_alert_when_it_should(chart: helm.Chart, tmp_path: Path) -> None:
+    tool = promtool()
+    tests = tmp_path / "tests.yaml"
+    rule_file(chart, tmp_path)
+    tests.write_text(promtool_test(alert_rules(chart)))
+    ran = subprocess.run([tool, "test", "rules", str(tests)], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    # The same series with every threshold out of reach: nothing fires.
+    relaxed = {"rules": {"noCycle": {"periods": 100000}, "down": {"for": "1h"},
+                         "leaderChanges": {"max": 10}, "bindErrors": {"threshold": 100},
+                         "podsPending": {"thresholdSeconds": 100000}}}
+    rule_file(chart, tmp_path, relaxed)
+    tests.write_text(promtool_test(alert_rules(chart, relaxed), fire=False))
+    ran = subprocess.run([tool, "test", "rules", str(tests)], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+# --------------------------------------------------------------------------- the real helm
+
+
+def real_helm(*args: str, values: dict[str, Any] | None = None,
+              tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values or {}))
+    return subprocess.run([binary("helm"), *args, "-f", str(path)], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_real_helm_lints_strictly(scenario: str, tmp_path: Path) -> None:
+    linted = real_helm("lint", "--strict", str(CHART), "--namespace", NAMESPACE,
+                       values=SCENARIOS[scenario], tmp_path=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert "0 chart(s) failed" in linted.stdout
+    assert "[WARNING]" not in linted.stdout and "[ERROR]" not in linted.stdout
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_real_helm_renders_what_the_library_renders(
+        chart: helm.Chart, scenario: str, tmp_path: Path) -> None:
+    rendered = real_helm("template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+                         values=SCENARIOS[scenario], tmp_path=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
+    by_binary = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+
+    def key(obj: dict) -> tuple[str, str]:
+        return obj["kind"], obj["metadata"]["name"]
+
+    assert sorted(by_binary, key=key) == sorted(manifests(chart, SCENARIOS[scenario]),
+                                                key=key)
+
+
+def test_the_real_helm_refuses_what_the_schema_refuses(tmp_path: Path) -> None:
+    for bad in ({"leaderElect": "yes"}, {"prometheusRule": {"rules": {"noCycle": {
+            "periods": 0}}}}, {"grafanaDashboard": {"enable": True}}):
+        rendered = real_helm("template", RELEASE, str(CHART), values=bad, tmp_path=tmp_path)
+        assert rendered.returncode != 0 and "schema" in rendered.stderr, bad
+    refused = real_helm("template", RELEASE, str(CHART), tmp_path=tmp_path,
+                        values={"prometheusRule": {"enabled": True}, "enableMetrics": False})
+    assert refused.returncode != 0 and "needs enableMetrics" in refused.stderr
+
+
+def test_the_readme_values_table_covers_every_value() -> None:
+    """Every key of values.yaml has a row in the chart README's table: its own, or its
+    parent's (`resources`, `livenessProbe.*`)."""
+    def leaves(values: dict[str, Any], prefix: str = "") -> Iterator[str]:
+        for key, value in values.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, dict) and value:
+                yield from leaves(value, f"{path}.")
+            else:
+                yield path
+
+    readme = (CHART / "README.md").read_text()
+    rows = {m.group(1).removesuffix(".*")
+            for m in re.finditer(r"^\| `([^`]+)` \|", readme, re.MULTILINE)}
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert len(rows) > 40
+    for path in leaves(values):
+        parts = path.split(".")
+        assert any(".".join(parts[:n]) in rows for n in range(1, len(parts) + 1)), path
