@@ -375,7 +375,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="queue of jobs that name none (default %(default)s)")
     run.add_argument("--leader-elect", type=_flag, nargs="?", const=True, default=False,
                      metavar="BOOL", help="elect a leader on a Lease: standbys only watch "
-                                          "(default %(default)s)")
+                                          "(default false)")
     run.add_argument("--lock-object-namespace", default="volcano-system", metavar="NS",
                      help="namespace of the leader election Lease (default %(default)s)")
     for name, default, what in (
@@ -392,9 +392,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--kube-api-burst", type=_positive_int, default=100, metavar="N",
                      help="writes at once above the QPS (default %(default)s)")
     run.add_argument("--enable-metrics", type=_flag, nargs="?", const=True, default=False,
-                     metavar="BOOL", help="serve Prometheus /metrics (default %(default)s)")
+                     metavar="BOOL", help="serve Prometheus /metrics (default false)")
     run.add_argument("--enable-healthz", type=_flag, nargs="?", const=True, default=False,
-                     metavar="BOOL", help="serve /healthz (default %(default)s)")
+                     metavar="BOOL", help="serve /healthz (default false)")
     run.add_argument("--listen-address", default=":8080", metavar="ADDRESS",
                      help="address of /metrics and /healthz (default %(default)s)")
     run.add_argument("--dry-run", action="store_true",
