@@ -225,3 +225,47 @@ def test_the_last_cycle_is_stamped_even_when_nothing_was_decided() -> None:
     stamp = value(metrics, "vscheduler_last_cycle_timestamp_seconds")
     assert stamp is not None and before <= stamp <= time.time()
     assert value(metrics, "volcano_e2e_scheduling_latency_milliseconds_count") == 0
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+def test_the_daemon_counts_refused_binds_and_says_it_leads(tmp_path: Path) -> None:
+    """Against the API server stand-in: a bind answered 500 is counted under
+    operation="bind" (and the pod is bound on a later session); without leader election
+    the replica leads; the period is exported once the server serves it."""
+    from kubernetes import client
+
+    from tests.apiserver import FakeApiServer, wait_for
+    from vscheduler.kube.daemon import Daemon
+    from vscheduler.kube.metrics import serve
+
+    conf_path = tmp_path / "volcano-scheduler.conf"
+    conf_path.write_text('actions: "enqueue, allocate, backfill"\ntiers:\n'
+                         "- plugins: [{name: gang}, {name: predicates}]\n")
+    with FakeApiServer(bookmark_interval=0.1) as server:
+        api = client.ApiClient(client.Configuration(host=server.url))
+        daemon = Daemon(api, str(conf_path), period=0.05)
+        http = serve(daemon.metrics, "127.0.0.1:0", daemon.period)
+        assert daemon.start_watches(synced_timeout=5)
+        server.fail("POST", r"/binding$", 500, times=1)
+        server.create_all([node("n1", cpu="4"), pod("p", cpu="1")])
+        try:
+            # The refused bind comes back through the writer's failures, which the next
+            # cycle reads (and counts) before it decides the pod again.
+            def bound() -> bool:
+                daemon.run_once()
+                return any(b.code == 201 for b in server.bindings())
+
+            wait_for(bound, timeout=10)
+            m = daemon.metrics
+            assert value(m, "vscheduler_api_errors_total", operation="bind") == 1
+            assert [b.code for b in server.bindings()] == [500, 201]
+            assert value(m, "volcano_pod_bind_total") == 2  # decided twice, bound once
+            assert value(m, "vscheduler_is_leader") == 1
+            assert value(m, "vscheduler_schedule_period_seconds") == 0.05
+            assert value(m, "vscheduler_api_errors_total", operation="evict") is None
+        finally:
+            daemon.stop.set()
+            http.shutdown()
+            api.close()
