@@ -245,6 +245,7 @@ class Request:
     watch: bool
     at: float
     code: int | None = None  # the HTTP status answered (200 for a watch stream)
+    accept: str = ""  # the Accept header (kubectl asks for a Table)
 
 
 @dataclass(frozen=True)
@@ -559,20 +560,226 @@ def label_matcher(selector: str) -> Matcher:
     return match
 
 
-def field_matcher(selector: str) -> Matcher:
-    """A matcher for a field selector: `path=value`, `path==value`, `path!=value` terms on
-    any dotted path (a missing field reads as the empty string)."""
+# The field labels the real server selects on, by resource (besides metadata.name, and
+# metadata.namespace for namespaced ones), with the path each reads where it differs.
+_FIELD_LABELS: dict[str, dict[str, str]] = {
+    "pods": {f: f for f in ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                            "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+                            "status.podIP", "status.nominatedNodeName")},
+    "events": {**{f"involvedObject.{f}": f"involvedObject.{f}" for f in (
+        "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+        "reason": "reason", "reportingComponent": "reportingComponent", "type": "type",
+        "source": "source.component"},
+    "nodes": {"spec.unschedulable": "spec.unschedulable"},
+    "namespaces": {"status.phase": "status.phase"},
+}
+
+
+def field_labels(res: Resource) -> dict[str, str]:
+    """Field label -> the object path it reads, for `res` (as the real server has them)."""
+    labels = {"metadata.name": "metadata.name"}
+    if res.namespaced:
+        labels["metadata.namespace"] = "metadata.namespace"
+    labels.update(_FIELD_LABELS.get(res.id, {}))
+    return labels
+
+
+def field_matcher(selector: str, labels: dict[str, str] | None = None) -> Matcher:
+    """A matcher for a field selector: `label=value`, `label==value`, `label!=value` terms
+    (a missing field reads as the empty string). With `labels` (see field_labels), a
+    label not among them is a 400, as the real server answers; without, any dotted path."""
     checks: list[Callable[[Obj], bool]] = []
     for term in _split_selector(selector):
         op = "!=" if "!=" in term else "=="
         path, _, value = (s.strip() for s in term.replace(op, "=", 1).partition("="))
         if not path or "=" not in term:
             raise ApiError(400, f"invalid selector: {term!r}; can't understand it")
+        if labels is not None:
+            if path not in labels:
+                raise ApiError(400, f"field label not supported: {path}")
+            path = labels[path]
         if op == "!=":
             checks.append(lambda o, p=path, v=value: _field(o, p) != v)
         else:
             checks.append(lambda o, p=path, v=value: _field(o, p) == v)
     return lambda obj: all(check(obj) for check in checks)
+
+
+# ---------------------------------------------------------------------------------------
+# Tables: what the server prints for `kubectl get` (Accept: ...;as=Table;g=meta.k8s.io)
+
+
+def table_version(accept: str) -> str | None:
+    """The meta.k8s.io version of Table an Accept header asks for first, or None."""
+    for media in accept.split(","):
+        params = dict(p.strip().partition("=")[::2] for p in media.split(";")[1:])
+        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io" \
+                and params.get("v") in ("v1", "v1beta1"):
+            return params["v"]
+    return None
+
+
+def human_duration(seconds: float) -> str:
+    """An age as the API server prints it (apimachinery's HumanDuration)."""
+    if seconds < -1:
+        return "<invalid>"
+    s = max(int(seconds), 0)
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{s}s"
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        return f"{years}y{days % 365}d" if days % 365 else f"{years}y"
+    return f"{years}y"
+
+
+def _age(stamp: Any) -> str:
+    if not isinstance(stamp, str) or not _TIME_RE.fullmatch(stamp):
+        return "<unknown>"
+    when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return human_duration((_now() - when).total_seconds())
+
+
+def _column(name: str, kind: str = "string", priority: int = 0, fmt: str = "") -> Obj:
+    return {"name": name, "type": kind, "format": fmt, "description": "",
+            "priority": priority}
+
+
+def _none(value: Any) -> Any:
+    return "<none>" if value in (None, "") else value
+
+
+_POD_COLUMNS = (_column("Name", fmt="name"), _column("Ready"), _column("Status"),
+                _column("Restarts"), _column("Age"), _column("IP", priority=1),
+                _column("Node", priority=1), _column("Nominated Node", priority=1),
+                _column("Readiness Gates", priority=1))
+
+
+def _pod_cells(pod: Obj) -> list[Any]:
+    spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod["metadata"]
+    containers = spec.get("containers") or []
+    statuses = status.get("containerStatuses") or []
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    for st in statuses:
+        state = st.get("state") or {}
+        detail = (state.get("waiting") or {}).get("reason") \
+            or (state.get("terminated") or {}).get("reason")
+        if detail:
+            reason = detail
+    if meta.get("deletionTimestamp"):
+        reason = "Terminating"
+    ready = sum(1 for st in statuses if st.get("ready"))
+    restarts = sum(int(st.get("restartCount") or 0) for st in statuses)
+    gates = spec.get("readinessGates") or []
+    gates_cell = f"0/{len(gates)}" if gates else "<none>"
+    return [meta.get("name"), f"{ready}/{len(containers)}", reason, str(restarts),
+            _age(meta.get("creationTimestamp")), _none(status.get("podIP")),
+            _none(spec.get("nodeName")), _none(status.get("nominatedNodeName")), gates_cell]
+
+
+_EVENT_COLUMNS = (_column("Last Seen"), _column("Type"), _column("Reason"),
+                  _column("Object"), _column("Subobject", priority=1),
+                  _column("Source", priority=1), _column("Message"),
+                  _column("First Seen", priority=1), _column("Count", "integer", 1),
+                  _column("Name", priority=1, fmt="name"))
+
+
+def _event_cells(event: Obj) -> list[Any]:
+    involved = event.get("involvedObject") or {}
+    source = event.get("source") or {}
+    origin = source.get("component") or event.get("reportingComponent") or ""
+    if source.get("host"):
+        origin += f", {source['host']}"
+    last = event.get("lastTimestamp") or event.get("eventTime")
+    return [_age(last), event.get("type", ""), event.get("reason", ""),
+            f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+            involved.get("fieldPath", ""), origin, event.get("message", ""),
+            _age(event.get("firstTimestamp") or last), int(event.get("count") or 1),
+            event["metadata"].get("name")]
+
+
+def _json_path(obj: Any, path: str) -> Any:
+    """A printer column's simple JSONPath (`.status.phase`, `.spec.items[0].name`)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            obj = obj[index] if isinstance(obj, list) and index < len(obj) else None
+        else:
+            obj = obj.get(part) if isinstance(obj, dict) else None
+        if obj is None:
+            return None
+    return obj
+
+
+def _custom_columns(res: Resource) -> tuple[list[Obj], list[Obj]]:
+    """(column definitions, printer columns) of a custom resource: NAME, then its CRD's
+    columns, or AGE when it declares none (as apiextensions-apiserver serves them)."""
+    printer = list(res.printer_columns) or [
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    columns = [_column("Name", fmt="name")]
+    for col in printer:
+        kind = col.get("type", "string")
+        columns.append({"name": col["name"], "type": "string" if kind == "date" else kind,
+                        "format": col.get("format", ""),
+                        "description": col.get("description", ""),
+                        "priority": int(col.get("priority", 0))})
+    return columns, printer
+
+
+def _custom_cells(obj: Obj, printer: list[Obj]) -> list[Any]:
+    cells: list[Any] = [obj["metadata"].get("name")]
+    for col in printer:
+        value = _json_path(obj, col["jsonPath"])
+        if value is not None and col.get("type") == "date":
+            value = _age(value)
+        elif isinstance(value, (dict, list)):
+            value = json.dumps(value)
+        cells.append(value)
+    return cells
+
+
+def to_table(res: Resource, items: list[Obj], meta: Obj, version: str,
+             include: str) -> Obj:
+    """`items` of `res` as the Table the real server answers `kubectl get` with; each
+    row's object is per `includeObject` (None, Metadata, the default, or Object)."""
+    if res.custom:
+        columns, printer = _custom_columns(res)
+        cells: Callable[[Obj], list[Any]] = lambda o: _custom_cells(o, printer)  # noqa: E731
+    elif res.kind == "Pod":
+        columns, cells = list(_POD_COLUMNS), _pod_cells
+    elif res.kind == "Event":
+        columns, cells = list(_EVENT_COLUMNS), _event_cells
+    else:
+        columns = [_column("Name", fmt="name"), _column("Created At", "date")]
+        cells = lambda o: [o["metadata"].get("name"),  # noqa: E731
+                           o["metadata"].get("creationTimestamp")]
+    rows = []
+    for obj in items:
+        row: Obj = {"cells": cells(obj)}
+        if include == "Object":
+            row["object"] = {"kind": res.kind, "apiVersion": res.api_version, **obj}
+        elif include != "None":
+            row["object"] = {"kind": "PartialObjectMetadata",
+                             "apiVersion": f"meta.k8s.io/{version}",
+                             "metadata": obj["metadata"]}
+        rows.append(row)
+    return {"kind": "Table", "apiVersion": f"meta.k8s.io/{version}", "metadata": meta,
+            "columnDefinitions": columns, "rows": rows}
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01,
@@ -669,7 +876,8 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 body, bad_body = raw.decode("utf-8", "replace"), True
         request = self.api._record(self.command, split.path, query, body,
-                                   self.headers.get("Content-Type", ""))
+                                   self.headers.get("Content-Type", ""),
+                                   self.headers.get("Accept", ""))
         try:
             if bad_body:
                 raise ApiError(400, "the body of the request is not valid JSON")
@@ -970,9 +1178,9 @@ class FakeApiServer:
         return None
 
     def _record(self, method: str, path: str, query: dict[str, str], body: Any,
-                content_type: str) -> Request:
+                content_type: str, accept: str = "") -> Request:
         request = Request(method, path, query, body, content_type,
-                          query.get("watch", "") in _TRUE, time.time())
+                          query.get("watch", "") in _TRUE, time.time(), accept=accept)
         with self._lock:
             self._requests.append(request)
         return request
@@ -1111,7 +1319,7 @@ class FakeApiServer:
 
     def _watch(self, res: Resource, ns: str | None, query: dict[str, str],
                fault: Fault | None) -> _Watcher:
-        match = self._matcher(query)
+        match = self._matcher(res, query)
         timeout = query.get("timeoutSeconds", "")
         try:
             seconds = float(timeout) if timeout else 0.0
@@ -1396,11 +1604,21 @@ class FakeApiServer:
                            f"resource ({method} {request.path})", "MethodNotAllowed")
         if verb == "watch":
             return self._watch(res, ns, query, fault)
+        table = table_version(request.accept) if verb in ("list", "get") else None
+        include = query.get("includeObject") or "Metadata"
         if verb == "list":
-            return _Reply(200, self._list(res, ns, query))
+            listed = self._list(res, ns, query)
+            if table:
+                return _Reply(200, to_table(res, listed["items"], listed["metadata"], table,
+                                            include))
+            return _Reply(200, listed)
         if verb == "get":
             with self._lock:
-                return _Reply(200, self._stored(res, (ns or "", str(name))))
+                found = copy.deepcopy(self._stored(res, (ns or "", str(name))))
+            if table:
+                rv = {"resourceVersion": found["metadata"].get("resourceVersion", "")}
+                return _Reply(200, to_table(res, [found], rv, table, include))
+            return _Reply(200, found)
         if verb == "create":
             if res.plural == "bindings":
                 meta = (body.get("metadata") if isinstance(body, dict) else None) or {}
@@ -1513,16 +1731,17 @@ class FakeApiServer:
             raise ApiError(404, "the server could not find the requested resource")
         return res, ns, name, sub
 
-    def _matcher(self, query: dict[str, str]) -> Matcher:
+    @staticmethod
+    def _matcher(res: Resource, query: dict[str, str]) -> Matcher:
         checks: list[Matcher] = []
         if query.get("labelSelector"):
             checks.append(label_matcher(query["labelSelector"]))
         if query.get("fieldSelector"):
-            checks.append(field_matcher(query["fieldSelector"]))
+            checks.append(field_matcher(query["fieldSelector"], field_labels(res)))
         return lambda obj: all(check(obj) for check in checks)
 
     def _list(self, res: Resource, ns: str | None, query: dict[str, str]) -> Obj:
-        match = self._matcher(query)
+        match = self._matcher(res, query)
         after: list[str] | None = None
         token = query.get("continue", "")
         with self._lock:
