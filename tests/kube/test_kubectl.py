@@ -1,0 +1,154 @@
+"""What a user sees with the real `kubectl` (v1.35) while the daemon schedules against the
+API server stand-in: events in `kubectl describe`, the node in `kubectl get -o wide`, a
+PodGroup's phase through its CRD's printer columns.
+
+kubectl selects a `describe`'s events by the object's uid (a field selector): these
+tests fail if the daemon's events do not name it, or if the stand-in serves what the real
+server would not.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from tests.apiserver import FakeApiServer, wait_for
+from tests.binaries import binary
+from tests.builders import gang, node, pod
+from vscheduler.kube.daemon import Daemon
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    with FakeApiServer(bookmark_interval=0.1) as srv:
+        yield srv
+
+
+@pytest.fixture
+def daemon(server: FakeApiServer, tmp_path: Path) -> Iterator[Daemon]:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    api = client.ApiClient(client.Configuration(host=server.url))
+    daemon = Daemon(api, str(conf), period=0.05)
+    for reflector in daemon.reflectors:
+        reflector.watch_timeout = 5
+        reflector.backoff = (0.05, 0.2)
+    assert daemon.start_watches(synced_timeout=5)
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    yield daemon
+    daemon.stop.set()
+    thread.join(timeout=10)
+    api.close()
+
+
+@pytest.fixture
+def kubectl(server: FakeApiServer, tmp_path: Path):
+    """Run the real kubectl against the stand-in; its output (stdout), or a failure."""
+    path = binary("kubectl")
+    config = tmp_path / "kubeconfig"
+    config.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: test, cluster: {{server: "{server.url}"}}}}]
+users: [{{name: test, user: {{token: test}}}}]
+contexts: [{{name: test, context: {{cluster: test, user: test, namespace: default}}}}]
+current-context: test
+""")
+    # (its own HOME: kubectl keeps a discovery cache there, which no test may share)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+           "KUBECONFIG": str(config)}
+
+    def run(*args: str) -> str:
+        done = subprocess.run([path, *args], capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    return run
+
+
+def _section(text: str, title: str) -> str:
+    """A top-level section of `kubectl describe` output (`Events:` ... to the next)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i] and not lines[i].startswith(" ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def test_describe_pod_shows_why_a_gang_waits_and_where_a_pod_went(server, daemon, kubectl):
+    server.create_all([node("n1", cpu="2"), *gang("train", 3, cpu="1"),
+                       pod("solo", cpu="1")])
+    wait_for(lambda: any(e["reason"] == "FailedScheduling" for e in server.events()))
+    wait_for(lambda: any(e["reason"] == "Scheduled" for e in server.events()))
+    waiting = server.get("Pod", "default", "train-2")["status"]["conditions"][0]["message"]
+
+    def events(name: str) -> str:
+        return _section(kubectl("describe", "pod", name), "Events:")
+
+    pending = wait_for(lambda: "FailedScheduling" in events("train-2") and events("train-2"))
+    assert "Warning  FailedScheduling" in pending and "vscheduler" in pending
+    assert waiting.split(":")[0] in pending  # the reason text, as the condition has it
+    described = kubectl("describe", "pod", "train-2")
+    assert "PodScheduled   False" in described
+    bound = kubectl("describe", "pod", "solo")
+    # (`node/hostIP`: the stand-in has no kubelet to report the host's IP)
+    assert [line.split()[1] for line in bound.splitlines() if line.startswith("Node:")] \
+        == ["n1/"]
+    assert "Normal  Scheduled" in _section(bound, "Events:")
+    assert "Successfully assigned default/solo to n1" in bound
+
+    wide = kubectl("get", "pods", "-o", "wide").splitlines()
+    assert wide[0].split()[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP",
+                                   "NODE"]
+    rows = {line.split()[0]: line.split() for line in wide[1:]}
+    assert rows["solo"][6] == "n1" and rows["train-0"][6] == "<none>"
+
+
+def test_describe_podgroup_shows_its_condition_and_events(server, daemon, kubectl):
+    server.create_all([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
+    wait_for(lambda: any(c.get("type") == "Unschedulable" for c in
+                         (server.get("PodGroup", "default", "train").get("status") or {})
+                         .get("conditions", [])))
+    described = wait_for(lambda: (text := kubectl("describe", "podgroup", "train"))
+                         and "Unschedulable" in _section(text, "Events:") and text)
+    status = _section(described, "Status:")
+    assert "Type:                  Unschedulable" in status
+    assert "Reason:                NotEnoughResources" in status
+    assert "Warning  Unschedulable" in _section(described, "Events:")
+    assert "tasks in gang unschedulable" in _section(described, "Events:")
+
+
+def test_get_podgroup_shows_the_phase_reach_running_through_volcanos_columns(
+        server, daemon, kubectl):
+    # The stand-in serves the chart's PodGroup CRD, which is Volcano's: no status
+    # subresource, so the daemon writes status on the object itself.
+    assert "podgroups/status" not in kubectl("api-resources", "--api-group",
+                                             "scheduling.volcano.sh", "-o", "name")
+    server.create_all([node("n1", cpu="4"), *gang("g", 2, cpu="1")])
+    wait_for(lambda: sum(1 for b in server.bindings() if b.code == 201) == 2)
+    for i in range(2):  # the kubelet reports the pods running
+        server.patch("Pod", "default", f"g-{i}", {"status": {"phase": "Running"}})
+
+    def row() -> list[str]:
+        lines = kubectl("get", "podgroup", "g").splitlines()
+        assert lines[0].split() == ["NAME", "STATUS", "MINMEMBER", "RUNNINGS", "AGE"]
+        return lines[1].split()
+
+    got = wait_for(lambda: row()[1] == "Running" and row())
+    assert got[:4] == ["g", "Running", "2", "2"]
+    patches = server.requests("PATCH", r"/podgroups/g")
+    assert patches and not [r for r in patches if r.path.endswith("/status")]
