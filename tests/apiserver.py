@@ -75,9 +75,11 @@ __all__ = [
     "Fault",
     "Request",
     "Resource",
+    "coscheduling_podgroup_crd",
     "crd_resources",
     "load_crd",
     "wait_for",
+    "with_status_subresource",
 ]
 
 Obj = dict[str, Any]
@@ -159,6 +161,37 @@ def load_crd(source: str | Path | Obj) -> Obj:
     if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
         raise ValueError(f"{source}: not a CustomResourceDefinition")
     return cast(Obj, crd)
+
+
+def coscheduling_podgroup_crd() -> Obj:
+    """The CRD of scheduler-plugins' coscheduling PodGroup (scheduling.x-k8s.io), as far
+    as the server reads it: a status subresource and its printer columns (after its
+    config/crd/bases/scheduling.x-k8s.io_podgroups.yaml)."""
+    columns = [("Phase", "string", ".status.phase"), ("MinMember", "integer", ".spec.minMember"),
+               ("Running", "integer", ".status.running"),
+               ("Succeeded", "integer", ".status.succeeded"),
+               ("Failed", "integer", ".status.failed"),
+               ("Age", "date", ".metadata.creationTimestamp")]
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "podgroups.scheduling.x-k8s.io"},
+            "spec": {"group": "scheduling.x-k8s.io", "scope": "Namespaced",
+                     "names": {"kind": "PodGroup", "listKind": "PodGroupList",
+                               "plural": "podgroups", "singular": "podgroup",
+                               "shortNames": ["pg", "pgs"]},
+                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                                   "subresources": {"status": {}},
+                                   "additionalPrinterColumns": [
+                                       {"name": n, "type": t, "jsonPath": j}
+                                       for n, t, j in columns],
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+
+
+def with_status_subresource(source: str | Path | Obj) -> Obj:
+    """A CRD as given, with a status subresource declared on every version."""
+    crd = load_crd(source)
+    for version in crd["spec"]["versions"]:
+        version["subresources"] = {**(version.get("subresources") or {}), "status": {}}
+    return crd
 
 
 def crd_resources(crd: Obj) -> list[Resource]:

@@ -600,3 +600,102 @@ def test_merge_and_strategic_merge_patch() -> None:
     assert patched["status"]["conditions"] == [
         {"type": "Ready", "status": "True"}, {"type": "Extra", "status": "True"}]
     assert target["status"]["conditions"][0]["status"] == "False"  # untouched
+
+
+# -- what kubectl relies on: field selectors, Tables, CRDs as declared --------------------------
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def _get(api: client.ApiClient, path: str, accept: str = "application/json",
+         **query: Any) -> Any:
+    response = api.call_api(path, "GET", query_params=list(query.items()),
+                            header_params={"Accept": accept}, _preload_content=False)
+    return json.loads(response.data)
+
+
+def test_field_selectors_are_the_ones_the_real_server_supports(
+        server: FakeApiServer, core: client.CoreV1Api) -> None:
+    server.create_all([node("n1"), pod("a", namespace=NS, node_name="n1"),
+                       pod("b", namespace=NS)])
+    uid = server.get("Pod", NS, "a")["metadata"]["uid"]
+    for name, about in (("a.1", uid), ("a.2", "an-older-pod-of-the-same-name")):
+        server.create({"kind": "Event", "metadata": {"name": name, "namespace": NS},
+                       "involvedObject": {"kind": "Pod", "namespace": NS, "name": "a",
+                                          "uid": about},
+                       "reason": "Scheduled", "type": "Normal",
+                       "source": {"component": "vscheduler"}})
+    # kubectl describe's selector: the events of this pod, not of one before it
+    selected = core.list_namespaced_event(
+        NS, field_selector=f"involvedObject.uid={uid},involvedObject.name=a,"
+                           f"involvedObject.namespace={NS}")
+    assert [e.metadata.name for e in selected.items] == ["a.1"]
+    assert [e.metadata.name for e in core.list_namespaced_event(
+        NS, field_selector="source=vscheduler,type=Normal").items] == ["a.1", "a.2"]
+    assert [p.metadata.name for p in core.list_namespaced_pod(
+        NS, field_selector="spec.nodeName=n1,status.phase=Running").items] == ["a"]
+    assert [p.metadata.name for p in core.list_namespaced_pod(
+        NS, field_selector="metadata.name!=a").items] == ["b"]
+    for plural, label in (("pods", "spec.containers"), ("events", "message")):
+        with pytest.raises(ApiException) as info:
+            _get(core.api_client, f"/api/v1/namespaces/{NS}/{plural}",
+                 fieldSelector=f"{label}=x")
+        assert info.value.status == 400
+        assert json.loads(info.value.body)["message"] == f"field label not supported: {label}"
+
+
+def test_tables_as_kubectl_get_asks_for_them(server: FakeApiServer,
+                                             api: client.ApiClient) -> None:
+    server.create_all([node("n1"), pod("a", namespace=NS, node_name="n1"),
+                       podgroup("pg", 3, namespace=NS, queue="q1", phase="Running")])
+    table = _get(api, f"/api/v1/namespaces/{NS}/pods", TABLE)
+    assert (table["kind"], table["apiVersion"]) == ("Table", "meta.k8s.io/v1")
+    columns = [(c["name"], c["priority"]) for c in table["columnDefinitions"]]
+    assert columns == [("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0),
+                       ("Age", 0), ("IP", 1), ("Node", 1), ("Nominated Node", 1),
+                       ("Readiness Gates", 1)]
+    [row] = table["rows"]
+    assert row["cells"][:3] == ["a", "0/1", "Running"] and row["cells"][6] == "n1"
+    assert row["object"]["kind"] == "PartialObjectMetadata"  # includeObject=Metadata
+    full = _get(api, f"/api/v1/namespaces/{NS}/pods/a", TABLE, includeObject="Object")
+    assert full["rows"][0]["object"]["spec"]["nodeName"] == "n1"
+    # A custom resource: NAME, then its CRD's printer columns (Volcano's, for PodGroup)
+    groups = _get(api, f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{NS}/podgroups",
+                  TABLE)
+    assert [(c["name"], c["priority"]) for c in groups["columnDefinitions"]] == [
+        ("Name", 0), ("STATUS", 0), ("minMember", 0), ("RUNNINGS", 0), ("AGE", 0),
+        ("QUEUE", 1)]
+    cells = groups["rows"][0]["cells"]
+    assert cells[:4] == ["pg", "Running", 3, None] and cells[5] == "q1"
+    assert cells[4].endswith("s")  # an age, as the server prints it
+    # Without the Table media type: the plain list, as before
+    assert _get(api, f"/api/v1/namespaces/{NS}/pods")["kind"] == "PodList"
+
+
+def test_custom_resources_are_served_as_their_crds_declare(
+        server: FakeApiServer, api: client.ApiClient,
+        custom: client.CustomObjectsApi) -> None:
+    from tests.apiserver import coscheduling_podgroup_crd
+
+    volcano = {r["name"] for r in _get(api, "/apis/scheduling.volcano.sh/v1beta1")[
+        "resources"]}
+    assert {"podgroups", "queues", "queues/status"} <= volcano
+    assert "podgroups/status" not in volcano
+    with pytest.raises(ApiException) as info:  # not served before its CRD is
+        _get(api, "/apis/scheduling.x-k8s.io/v1alpha1")
+    assert info.value.status == 404
+
+    server.add_crd(coscheduling_podgroup_crd())
+    served = _get(api, "/apis/scheduling.x-k8s.io/v1alpha1")["resources"]
+    assert {r["name"] for r in served} == {"podgroups", "podgroups/status"}
+    assert "scheduling.x-k8s.io" in {g["name"] for g in _get(api, "/apis")["groups"]}
+    both = ("scheduling.x-k8s.io", "v1alpha1")
+    custom.create_namespaced_custom_object(*both, NS, "podgroups", {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+        "metadata": {"name": "pg"}, "spec": {"minMember": 2}})
+    patched = custom.patch_namespaced_custom_object_status(
+        *both, NS, "podgroups", "pg", {"status": {"phase": "Running"}})
+    assert patched["status"]["phase"] == "Running"
+    # the two PodGroup kinds are kept apart
+    assert custom.list_namespaced_custom_object(*VOLCANO, NS, "podgroups")["items"] == []
+    assert server.get("podgroups.scheduling.x-k8s.io", NS, "pg")["spec"]["minMember"] == 2
