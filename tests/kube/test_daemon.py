@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -266,3 +267,116 @@ def test_a_podgroup_timing_out_is_counted_once_even_if_reported_again():
     result.timeouts = ["default/other"]
     metrics.cycle({"allocate": 0.001}, result)
     assert metrics.registry.get_sample_value("podgroup_scheduling_timeout_total") == 2.0
+
+
+def _start(server: FakeApiServer, tmp_path, **writer: object) -> tuple[Daemon, Any]:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    api = client.ApiClient(client.Configuration(host=server.url))
+    daemon = Daemon(api, str(conf), period=0.05)
+    for name, value in writer.items():
+        setattr(daemon.writer, name, value)
+    for reflector in daemon.reflectors:
+        reflector.watch_timeout = 5
+        reflector.backoff = (0.05, 0.2)
+    assert daemon.start_watches(synced_timeout=5)
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        daemon.stop.set()
+        thread.join(timeout=10)
+        api.close()
+
+    return daemon, stop
+
+
+def test_events_name_their_object_as_client_go_does_and_repeats_are_counted(
+        server: FakeApiServer, tmp_path):
+    _, stop = _start(server, tmp_path, event_refresh=0.2)
+    try:
+        server.create_all([node("n1", cpu="1"), pod("big", cpu="2")])
+        stored = server.get("Pod", "default", "big")
+
+        def failed() -> list[dict]:
+            return [e for e in server.events() if e["reason"] == "FailedScheduling"]
+
+        wait_for(lambda: failed() and failed()[0].get("count", 1) >= 3, timeout=10)
+        [event] = failed()  # one Event, counted: not one per session
+        involved = event["involvedObject"]
+        assert involved == {"apiVersion": "v1", "kind": "Pod", "namespace": "default",
+                            "name": "big", "uid": stored["metadata"]["uid"],
+                            "resourceVersion": involved["resourceVersion"]}
+        assert int(involved["resourceVersion"]) >= int(stored["metadata"]["resourceVersion"])
+        assert event["metadata"]["name"].startswith("big.")
+        int(event["metadata"]["name"].split(".", 1)[1], 16)  # <name>.<hex timestamp>
+        assert event["source"] == {"component": "vscheduler"}
+        assert event["reportingComponent"] == "vscheduler"
+        assert event["reportingInstance"].startswith("vscheduler-")
+        assert event["lastTimestamp"] >= event["firstTimestamp"]
+        assert server.requests("PATCH", r"/events/big\.")
+    finally:
+        stop()
+
+
+def test_podgroup_status_goes_through_status_where_the_crd_has_it(tmp_path):
+    from tests.apiserver import CHART_CRDS, with_status_subresource
+
+    crds = [with_status_subresource(p) if "podgroups" in str(p) else p for p in CHART_CRDS]
+    with FakeApiServer(bookmark_interval=0.1, crds=crds) as server:
+        _, stop = _start(server, tmp_path)
+        try:
+            server.create_all([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
+            wait_for(lambda: (server.get("PodGroup", "default", "train").get("status")
+                              or {}).get("conditions"))
+            assert server.requests("PATCH", r"/podgroups/train/status$")
+            assert not server.requests("PATCH", r"/podgroups/train$")
+        finally:
+            stop()
+
+
+def test_a_status_subresource_gone_is_found_out_on_its_404(server: FakeApiServer, tmp_path):
+    # The daemon believes podgroups/status served (a CRD changed since it asked): the 404
+    # sends it to discovery again, and the status goes on the object.
+    daemon, stop = _start(server, tmp_path)
+    try:
+        key = ("scheduling.volcano.sh", "v1beta1")
+        daemon.discovery._served[key] = frozenset({"podgroups", "podgroups/status"})
+        server.create_all([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
+        wait_for(lambda: (server.get("PodGroup", "default", "train").get("status")
+                          or {}).get("conditions"))
+        codes = [r.code for r in server.requests("PATCH", r"/podgroups/train")]
+        assert codes[:2] == [404, 200]
+        assert "podgroups/status" not in daemon.discovery.resources(*key)
+    finally:
+        stop()
+
+
+def test_coscheduling_podgroups_are_watched_where_their_crd_is_served(tmp_path):
+    from tests.apiserver import CHART_CRDS, coscheduling_podgroup_crd
+
+    with FakeApiServer(bookmark_interval=0.1,
+                       crds=[*CHART_CRDS, coscheduling_podgroup_crd()]) as server:
+        daemon, stop = _start(server, tmp_path)
+        try:
+            assert [r.path for r in daemon.reflectors if "x-k8s" in r.path] == [
+                "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"]
+            label = {"scheduling.x-k8s.io/pod-group": "co"}
+            server.create_all([
+                node("n1", cpu="2"),
+                {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                 "metadata": {"name": "co", "namespace": "default"},
+                 "spec": {"minMember": 3}},
+                *(pod(f"co-{i}", cpu="1", labels=label) for i in range(3))])
+            # a gang of 3 on 2 CPUs: none bound, the status written as that CRD allows
+            wait_for(lambda: server.requests("PATCH", r"x-k8s.io/.*/podgroups/co/status$"))
+            status = server.get("podgroups.scheduling.x-k8s.io", "default", "co")["status"]
+            assert status["phase"] == "Pending" and "conditions" not in status
+            assert not server.bindings()
+        finally:
+            stop()
+
+    with FakeApiServer(bookmark_interval=0.1) as plain:  # not served: not watched
+        daemon, stop = _start(plain, tmp_path)
+        stop()
+        assert not [r for r in daemon.reflectors if "x-k8s" in r.path]
