@@ -9,12 +9,19 @@ in-stream ERROR 410 "Expired" (as the real server does), send BOOKMARK events wh
 and end at timeoutSeconds.
 
 Served (see RESOURCES): core pods (with /status, /binding, /eviction), nodes, namespaces,
-events, configmaps, the core `bindings` collection; `scheduling.volcano.sh/v1beta1`
-podgroups and queues (with /status); `scheduling.k8s.io/v1` priorityclasses;
-`coordination.k8s.io/v1` leases; discovery (`/api`, `/api/v1`, `/apis`, `/apis/{g}`,
-`/apis/{g}/{v}`, `/version`, `/healthz`). Verbs: list (label and field selectors,
-limit/continue), watch, get, create, update (PUT), patch (JSON, merge, strategic merge),
-delete.
+events, configmaps, the core `bindings` collection; `scheduling.k8s.io/v1`
+priorityclasses; `coordination.k8s.io/v1` leases; custom resources as their
+CustomResourceDefinitions declare them (`crds=`, by default the chart's: Volcano's
+podgroups without and queues with a status subresource; `add_crd` serves one more, e.g.
+`coscheduling_podgroup_crd()`); discovery (`/api`, `/api/v1`, `/apis`, `/apis/{g}`,
+`/apis/{g}/{v}` listing what is served, `podgroups/status` only where declared, `/version`,
+`/healthz`). Verbs: list (label selectors; field selectors on the labels the real server
+supports for the kind, others a 400 "field label not supported"; limit/continue), watch,
+get, create, update (PUT), patch (JSON, merge, strategic merge), delete. A list or get
+that asks for `application/json;as=Table;v=v1;g=meta.k8s.io` (kubectl get) is answered
+with a Table: pods and events with the real server's columns, custom resources with NAME
+and their CRD's printer columns. kubectl get and describe need no OpenAPI document, and
+none is served.
 
 As the real server: errors are `Status` objects; a Binding is answered 201 with a Status
 (not the Binding), 409 if the pod is bound or being deleted; a PUT or PATCH of an object
