@@ -3,14 +3,24 @@ event naming it, and the rest is scheduled."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import gang, node, pod, podgroup, queue, simulate
+from tests.builders import conf, gang, node, pod, podgroup, priority_class, queue, simulate
+from vscheduler.cache import Cache
+from vscheduler.cards import CardError, parse_card_counts
 from vscheduler.cli import main
+from vscheduler.framework.session import Session
+from vscheduler.kube.apply import apply_event
+from vscheduler.objects import BadObject
+from vscheduler.quantity import MAX_MAGNITUDE, QuantityError, parse_quantity
+from vscheduler.textinput import TextError, load_json, load_yaml_documents
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -142,3 +152,252 @@ def test_any_field_replaced_by_junk_never_crashes(data):
     # Every pod of ours that was read is accounted for.
     for key in report["pending"]:
         assert report["pending"][key]
+
+
+# --------------------------------------------------------------------------- nesting
+
+CARD_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: capacity-card}, {name: nodeorder}]
+"""
+DEEP = 5000
+
+
+def _nested_list_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _nested_map_text(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def _nested_value(depth: int, as_map: bool = False) -> Any:
+    """A value nested `depth` levels, built in a loop (no recursion to build it)."""
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"a": value} if as_map else [value]
+    return value
+
+
+@pytest.mark.parametrize("text", [_nested_list_text(DEEP), _nested_map_text(DEEP)],
+                         ids=["brackets", "maps"])
+def test_a_nested_card_quota_is_a_warning_and_the_session_runs(text: str):
+    objects = [node("n1"), queue("q1", annotations={"volcano.sh/card.quota": text}),
+               pod("p", queue="q1"), pod("elsewhere")]
+    report = simulate(objects, CARD_CONF)
+    assert report["binds"] == {"default/p": "n1", "default/elsewhere": "n1"}
+    warnings = [e for e in report["events"] if e["object"] == "Queue/q1"]
+    assert len(warnings) == 1 and warnings[0]["type"] == "Warning"
+    assert "volcano.sh/card.quota" in warnings[0]["message"]
+    assert "nested more than 100 levels deep" in warnings[0]["message"]
+    assert "the queue gets no cards" in warnings[0]["message"]
+
+
+def test_a_nested_card_request_refuses_that_job_only():
+    bad = podgroup("bad", 1)
+    bad["metadata"]["annotations"] = {"volcano.sh/card.request": _nested_map_text(DEEP)}
+    objects = [node("n1"), bad, *gang("good", 2)]
+    report = simulate(objects, CARD_CONF)
+    assert sorted(report["binds"]) == ["default/good-0", "default/good-1"]
+    messages = [e["message"] for e in report["events"] if e["object"] == "PodGroup/default/bad"]
+    assert any("volcano.sh/card.request" in m and "nested more than" in m for m in messages)
+
+
+def test_a_nested_manifest_document_is_skipped_and_the_others_load(tmp_path, capsys):
+    manifest = tmp_path / "cluster.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+        "status: {allocatable: {cpu: '2', memory: 2Gi, pods: '10'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: "
+        + _nested_list_text(DEEP) + "\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
+    assert main(["simulate", str(manifest), "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["binds"] == {"default/p": "n1"}
+    [warning] = [e for e in report["events"] if e["reason"] == "BadManifest"]
+    assert warning["object"] == f"File/{manifest}"
+    assert warning["message"] == (f"{manifest}#1: line 9: nested more than 100 levels deep; "
+                                  "document skipped")
+
+
+def test_aliases_cannot_nest_a_document_beyond_the_limit():
+    # Each line nests the one before: 120 levels from 120 short lines, no deep brackets.
+    lines = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, 120)]
+    text = "\n".join(lines) + "\n---\nkind: Node\n---\nloop: &l [*l]\n"
+    documents = list(load_yaml_documents(text))
+    assert isinstance(documents[0], TextError) and "through aliases" in str(documents[0])
+    assert documents[1] == {"kind": "Node"}
+    assert isinstance(documents[2], TextError)  # a list that contains itself
+
+
+def test_an_integer_python_cannot_convert_skips_its_document_only():
+    text = "a: " + "9" * 5000 + "\n---\nb: 1\n"
+    first, second = load_yaml_documents(text)
+    assert isinstance(first, TextError) and "line 1" in str(first)
+    assert second == {"b": 1}
+
+
+def test_a_nested_value_in_an_object_from_the_api_is_a_bad_object():
+    cache = Cache()
+    broken = pod("p")
+    broken["spec"]["priority"] = _nested_value(DEEP)
+    with pytest.raises(BadObject, match=r"spec\.priority: expected an integer"):
+        apply_event(cache, "Pod", "ADDED", broken)
+    assert "default/p" not in cache.tasks
+
+
+def test_the_longest_messages_are_kept_short():
+    cache = Cache()
+    broken = node("n1")
+    broken["status"]["allocatable"]["cpu"] = "9" * 100_000
+    with pytest.raises(BadObject) as err:
+        apply_event(cache, "Node", "ADDED", broken)
+    assert len(str(err.value)) < 300 and "too long to be a quantity" in str(err.value)
+
+
+# --------------------------------------------------------------------------- properties
+
+NESTED = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=20)
+
+
+class Deep:
+    """A value of random shape under `depth` levels of lists or maps, built on demand
+    (Hypothesis would print a value thousands of levels deep with a recursive printer)."""
+
+    def __init__(self, inner: Any, wrappers: list[bool], depth: int, as_map: bool) -> None:
+        self.inner, self.wrappers, self.depth, self.as_map = inner, wrappers, depth, as_map
+
+    def build(self) -> Any:
+        value = self.inner
+        for as_map in self.wrappers:
+            value = {"k": value} if as_map else [value]
+        return _wrap(value, self.depth, self.as_map)
+
+    def __repr__(self) -> str:
+        return (f"Deep({self.inner!r} in {len(self.wrappers)} + {self.depth} "
+                f"{'maps' if self.as_map else 'lists'})")
+
+
+DEEP_VALUES = st.builds(Deep, NESTED, st.lists(st.booleans(), max_size=20),
+                        st.sampled_from([0, 1, 50, 99, 100, 101, 999, 1000, 3000]),
+                        st.booleans())
+
+
+def _wrap(value: Any, depth: int, as_map: bool) -> Any:
+    for _ in range(depth):
+        value = {"a": value} if as_map else [value]
+    return value
+
+
+def _dump_json(value: Any) -> str:
+    """JSON text of `value` in a loop (json.dumps recurses, as json.loads does)."""
+    parts: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Raw):
+            parts.append(item.text)
+        elif isinstance(item, list):
+            stack.append(_Raw("]"))
+            for i, element in enumerate(reversed(item)):
+                if i:
+                    stack.append(_Raw(","))
+                stack.append(element)
+            parts.append("[")
+        elif isinstance(item, dict):
+            stack.append(_Raw("}"))
+            for i, (key, element) in enumerate(reversed(list(item.items()))):
+                if i:
+                    stack.append(_Raw(","))
+                stack.append(element)
+                stack.append(_Raw(json.dumps(str(key)) + ":"))
+            parts.append("{")
+        else:
+            parts.append(json.dumps(item))
+    return "".join(parts)
+
+
+class _Raw:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+QUANTITIES = st.one_of(
+    st.just("1e999999999"), st.just("9" * 5000), st.just("-" + "9" * 40),
+    st.just(10**400), st.just(1e308), st.just(float("inf")),
+    st.text(alphabet="0123456789.eEkKmMGiI+-", max_size=80),
+    st.integers(), st.floats())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deep=DEEP_VALUES, noise=st.binary(max_size=30))
+def test_any_json_text_is_a_value_or_a_text_error(deep, noise):
+    text = _dump_json(deep.build())
+    for candidate in (text, text[: len(text) // 2], noise.decode("latin-1"),
+                      text + noise.decode("latin-1")):
+        with contextlib.suppress(TextError):
+            load_json(candidate)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deep=DEEP_VALUES, noise=st.binary(max_size=30))
+def test_any_yaml_text_is_documents_or_a_text_error(deep, noise):
+    text = _dump_json(deep.build())  # JSON is YAML, in flow style
+    for candidate in (text, "a:\n" + "  - " + text, noise.decode("latin-1"),
+                      text + "\n---\n" + noise.decode("latin-1")):
+        try:
+            for document in load_yaml_documents(candidate):
+                assert document is None or isinstance(document, TextError) or repr(document)
+        except TextError:
+            pass
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deep=DEEP_VALUES, data=st.data())
+def test_a_card_annotation_of_any_shape_never_crashes(deep, data):
+    value = deep.build()
+    text = data.draw(st.sampled_from([_dump_json(value), _dump_json({"H100": value})]))
+    with contextlib.suppress(CardError):
+        parse_card_counts(text, "volcano.sh/card.quota")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=QUANTITIES)
+def test_huge_quantities_are_quantity_errors(text):
+    try:
+        parsed = parse_quantity(text)
+    except QuantityError:
+        return
+    assert abs(parsed) <= MAX_MAGNITUDE
+
+
+WATCHED = [("Node", node("n1", labels={"zone": "a"})), ("Queue", queue("q1")),
+           ("PodGroup", podgroup("g", 2)), ("PriorityClass", priority_class("high", 10)),
+           ("Pod", pod("p", group="g", tolerations=[{"key": "t", "operator": "Exists"}],
+                       node_selector={"zone": "a"}, host_ports=[80]))]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_daemon_path_never_crashes_on_nested_or_huge_values(data):
+    cache = Cache()
+    for kind, base in WATCHED:
+        obj = copy.deepcopy(base)
+        path = data.draw(st.sampled_from(_paths(obj)))
+        junk = data.draw(st.one_of(DEEP_VALUES, QUANTITIES))
+        _replace(obj, path, junk.build() if isinstance(junk, Deep) else junk)
+        try:
+            apply_event(cache, kind, data.draw(st.sampled_from(["ADDED", "MODIFIED"])), obj)
+        except BadObject as err:
+            assert len(str(err)) < 2000
+    # What was read is scheduled as usual.
+    Session(cache.snapshot(), conf(CARD_CONF)).run()

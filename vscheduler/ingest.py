@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from vscheduler.cache import Cache
 from vscheduler.framework.session import Event
-from vscheduler.model import ALLOCATED_STATUSES
 from vscheduler.objects import (
     PODGROUP_GROUPS,
     BadObject,
@@ -63,15 +62,7 @@ def add_object(cache: Cache, obj: dict, kind: str | None = None,
     stands for the creation time of an object that has none (simulate's files)."""
     read = read_kind(obj, kind)
     if read == "Pod":
-        parsed = parse_pod(obj, order)
-        known = cache.tasks.get(parsed.pod.key)
-        # A pod the scheduler decided to bind still shows no node until the API server
-        # has the Binding: keep the decision rather than make it pending again (Volcano
-        # too).
-        if (known is not None and known.status & ALLOCATED_STATUSES and known.node_name
-                and not parsed.node_name and parsed.pod.phase == "Pending"):
-            return read
-        cache.add_pod(parsed)
+        cache.add_pod(parse_pod(obj, order))
     elif read == "Node":
         cache.add_node(parse_node(obj))
     elif read == "PodGroup":

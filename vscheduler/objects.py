@@ -8,6 +8,7 @@ with a Warning event, and the rest is scheduled.
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -73,11 +74,37 @@ _NOTHING: tuple = ()
 _SHARED_REQUESTS: dict[tuple, Resource] = {}
 
 
+def _scalar(value: Any, where: str) -> str:
+    """A string, or a number or boolean YAML made of an unquoted value, as text."""
+    if isinstance(value, list | dict):
+        raise BadObject(f"{where}: expected a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _text(value: Any, where: str, default: str) -> str:
+    """A string field (`default` when absent or empty); a list or a map is an error."""
+    return _scalar(value, where) if value else default
+
+
 def _str_map(obj: Any, where: str) -> dict[str, str]:
+    """Labels, annotations, a selector: strings to strings (a number or a boolean that
+    YAML made of an unquoted value is read as its text; a list or a map is an error)."""
     mapping = _map(obj, where)
     if not mapping:
         return _NO_STRINGS
-    return {sys.intern(str(k)): "" if v is None else str(v) for k, v in mapping.items()}
+    return {sys.intern(str(key)): "" if value is None else _scalar(value, f"{where}.{key}")
+            for key, value in mapping.items()}
+
+
+def _labels(meta: dict) -> dict[str, str]:
+    """Labels, whose values the API server keeps to 63 characters: one longer (only a
+    manifest can hold it) is refused rather than compared as a number of 5,000 digits."""
+    labels = _str_map(meta.get("labels"), "metadata.labels")
+    for key, value in labels.items():
+        if len(value) > 63:
+            raise BadObject(f"metadata.labels.{key}: a label value is at most 63 "
+                            f"characters, got {len(value)}")
+    return labels
 
 
 def _shared_request(request: Resource) -> Resource:
@@ -91,13 +118,23 @@ def _shared_request(request: Resource) -> Resource:
     return shared
 
 
+_INT64 = 2**63
+# An integer written as a string: ASCII digits (`str.isdigit` takes "²", which `int`
+# refuses), and not thousands of them (which `int` refuses too).
+_INTEGER = re.compile(r"^\s*[-+]?[0-9]{1,19}\s*$")
+
+
 def _int(obj: Any, where: str, default: int | None = None) -> int | None:
     if obj is None:
         return default
     if isinstance(obj, bool) or not isinstance(obj, int):
-        if isinstance(obj, str) and obj.strip().lstrip("-").isdigit():
-            return int(obj)
-        raise BadObject(f"{where}: expected an integer, got {brief(obj)}")
+        if isinstance(obj, str) and _INTEGER.match(obj):
+            obj = int(obj)
+        else:
+            raise BadObject(f"{where}: expected an integer, got {brief(obj)}")
+    if not -_INT64 <= obj < _INT64:
+        # Kubernetes' integers are 64-bit at most; Python's would grow without end
+        raise BadObject(f"{where}: {brief(obj)} is out of range for an integer")
     return obj
 
 
@@ -114,7 +151,8 @@ def _timestamp(meta: dict) -> float | None:
         return None
     if not isinstance(raw, datetime):
         try:
-            raw = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+            text = _scalar(raw, "metadata.creationTimestamp")
+            raw = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise BadObject(f"metadata.creationTimestamp: not a timestamp: {brief(raw)}") from None
     # A time without a zone is UTC, as the API server writes it: never the local zone
@@ -130,8 +168,7 @@ def metadata(obj: dict) -> tuple[str, str, dict]:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise BadObject("metadata.name: missing")
-    namespace = meta.get("namespace") or "default"
-    return str(namespace), name, meta
+    return _text(meta.get("namespace"), "metadata.namespace", "default"), name, meta
 
 
 def timestamp_of(obj: dict) -> float | None:
@@ -186,9 +223,9 @@ def _expressions(raw: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]
                 "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
             raise BadObject(f"{where}[{i}]: needs a key and an operator among In, NotIn, "
                             f"Exists, DoesNotExist, Gt, Lt")
-        values = tuple(str(v) for v in _list(expr.get("values"), f"{where}[{i}].values"))
-        if operator in ("Gt", "Lt") and (len(values) != 1
-                                         or not values[0].lstrip("-").isdigit()):
+        values = tuple(_scalar(v, f"{where}[{i}].values")
+                       for v in _list(expr.get("values"), f"{where}[{i}].values"))
+        if operator in ("Gt", "Lt") and (len(values) != 1 or not _INTEGER.match(values[0])):
             raise BadObject(f"{where}[{i}]: {operator} needs one integer value")
         out.append((key, operator, values))
     return out
@@ -235,8 +272,10 @@ def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
         if operator not in ("Equal", "Exists"):
             raise BadObject(f"spec.tolerations[{i}].operator: {brief(operator)} is not Equal "
                             "or Exists")
-        out.append((str(tol.get("key") or ""), operator, str(tol.get("value") or ""),
-                    str(tol.get("effect") or "")))
+        where = f"spec.tolerations[{i}]"
+        out.append((_text(tol.get("key"), f"{where}.key", ""), operator,
+                    _text(tol.get("value"), f"{where}.value", ""),
+                    _text(tol.get("effect"), f"{where}.effect", "")))
     return out or _NOTHING
 
 
@@ -249,8 +288,9 @@ def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
             host_port = _int(port.get("hostPort"), f"spec.containers[{i}].ports[{j}].hostPort",
                              0)
             if host_port:
-                out.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or
-                                                                    "0.0.0.0"), host_port))
+                where = f"spec.containers[{i}].ports[{j}]"
+                out.append((_text(port.get("protocol"), f"{where}.protocol", "TCP"),
+                            _text(port.get("hostIP"), f"{where}.hostIP", "0.0.0.0"), host_port))
     return out or _NOTHING
 
 
@@ -305,30 +345,31 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     spec = _map(obj.get("spec"), "spec")
     status = _map(obj.get("status"), "status")
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
-    labels = _str_map(meta.get("labels"), "metadata.labels")
+    labels = _labels(meta)
     owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
     owner_kind = ""
     if owners:
         owner = _map(owners[0], "metadata.ownerReferences[0]")
-        owner_kind = str(owner.get("kind") or "")
+        owner_kind = _text(owner.get("kind"), "metadata.ownerReferences[0].kind", "")
     required, preferred = _affinity(spec)
-    gates = tuple(str(_map(g, "spec.schedulingGates[]").get("name") or "")
+    gates = tuple(_text(_map(g, "spec.schedulingGates[]").get("name"),
+                        "spec.schedulingGates[].name", "")
                   for g in _list(spec.get("schedulingGates"), "spec.schedulingGates"))
     key = f"{namespace}/{name}"
     pod = Pod(
-        uid=str(meta["uid"]) if meta.get("uid") else key,
-        resource_version=str(meta.get("resourceVersion") or ""),
+        uid=_text(meta.get("uid"), "metadata.uid", key),
+        resource_version=_text(meta.get("resourceVersion"), "metadata.resourceVersion", ""),
         key=key,
         namespace=sys.intern(namespace),
         name=name,
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduler_name=_text(spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"),
         annotations=annotations,
         labels=labels,
         creation=creation_of(obj, creation_fallback),
-        phase=str(status.get("phase") or "Pending"),
+        phase=_text(status.get("phase"), "status.phase", "Pending"),
         priority=_int(spec.get("priority"), "spec.priority"),
-        priority_class_name=str(spec.get("priorityClassName") or ""),
-        preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
+        preemption_policy=_text(spec.get("preemptionPolicy"), "spec.preemptionPolicy", ""),
         owner_kind=owner_kind,
         node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
         required_affinity=required,
@@ -336,7 +377,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
         scheduling_gates=gates,
-        nominated_node=str(status.get("nominatedNodeName") or ""),
+        nominated_node=_text(status.get("nominatedNodeName"), "status.nominatedNodeName", ""),
     )
     group = annotations.get(GROUP_NAME_ANNOTATION, "")
     if not group:
@@ -347,12 +388,12 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     preemptable = True if raw_preemptable is None else bool(_parse_bool(raw_preemptable))
     task_priority = None
     raw_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
-    if raw_priority is not None and raw_priority.strip().lstrip("-").isdigit():
+    if raw_priority is not None and _INTEGER.match(raw_priority):
         task_priority = int(raw_priority)
     return ParsedPod(
         pod=pod,
         resreq=pod_request(spec),
-        node_name=str(spec.get("nodeName") or ""),
+        node_name=_text(spec.get("nodeName"), "spec.nodeName", ""),
         deleting=bool(meta.get("deletionTimestamp")),
         group=group,
         role=role,
@@ -392,8 +433,9 @@ def parse_node(obj: dict) -> NodeSpec:
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             raise BadObject(f"spec.taints[{i}].effect: {brief(effect)} is not NoSchedule, "
                             "PreferNoSchedule or NoExecute")
-        taints.append((str(taint.get("key") or ""), str(taint.get("value") or ""), effect))
-    return NodeSpec(name, allocatable, _str_map(meta.get("labels"), "metadata.labels"),
+        taints.append((_text(taint.get("key"), f"spec.taints[{i}].key", ""),
+                       _text(taint.get("value"), f"spec.taints[{i}].value", ""), effect))
+    return NodeSpec(name, allocatable, _labels(meta),
                     taints, bool(spec.get("unschedulable")))
 
 
@@ -437,22 +479,22 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
     conditions = []
     for cond in _list(status.get("conditions"), "status.conditions"):
         cond = _map(cond, "status.conditions[]")
-        conditions.append({k: str(cond.get(k) or "") for k in ("type", "status", "reason",
-                                                               "message")})
+        conditions.append({k: _text(cond.get(k), f"status.conditions[].{k}", "")
+                           for k in ("type", "status", "reason", "message")})
     return PodGroupSpec(
         namespace=namespace,
         name=name,
-        api_version=str(obj.get("apiVersion") or "scheduling.volcano.sh/v1beta1"),
-        uid=str(meta.get("uid") or ""),
-        resource_version=str(meta.get("resourceVersion") or ""),
+        api_version=_text(obj.get("apiVersion"), "apiVersion", "scheduling.volcano.sh/v1beta1"),
+        uid=_text(meta.get("uid"), "metadata.uid", ""),
+        resource_version=_text(meta.get("resourceVersion"), "metadata.resourceVersion", ""),
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
         creation=creation_of(obj, creation_fallback),
         min_member=min_member,
         min_task_member=min_task_member,
         min_resources=min_resources,
-        priority_class_name=str(spec.get("priorityClassName") or ""),
-        queue=str(spec.get("queue") or ""),
-        phase=str(status.get("phase") or "Pending"),
+        priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
+        queue=_text(spec.get("queue"), "spec.queue", ""),
+        phase=_text(status.get("phase"), "status.phase", "Pending"),
         conditions=conditions,
         # (running, succeeded, failed) as the object says: what a status write compares to
         counts=tuple(_int(status.get(k), f"status.{k}", 0) for k in
@@ -483,12 +525,12 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
                    if guarantee is not None else None),
         reclaimable=True if reclaimable is None else reclaimable,
         priority=_int(spec.get("priority"), "spec.priority", 0) or 0,
-        state=str(status.get("state") or ""),
-        parent=str(spec.get("parent") or ""),
+        state=_text(status.get("state"), "status.state", ""),
+        parent=_text(spec.get("parent"), "spec.parent", ""),
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
         creation=creation_of(obj, creation_fallback),
         status_allocated=_str_map(status.get("allocated"), "status.allocated"),
-        meta_uid=str(meta.get("uid") or ""),
+        meta_uid=_text(meta.get("uid"), "metadata.uid", ""),
     )
 
 

@@ -181,7 +181,10 @@ def load_yaml_documents(text: str, max_depth: int = MAX_DEPTH) -> Iterator[Any |
     that is nested too deeply or holds a value Python cannot represent (the documents
     after it are still read). Raises TextError when the text is not YAML at all (a syntax
     error: nothing after it can be trusted)."""
-    composer = _Composer(text, max_depth)
+    try:
+        composer = _Composer(text, max_depth)
+    except yaml.YAMLError as err:  # a character YAML does not allow, found at once
+        raise TextError(_yaml_problem(err)) from None
     try:
         while True:
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from vscheduler.cache import Cache
 from vscheduler.ingest import add_object
+from vscheduler.model import ALLOCATED_STATUSES
 from vscheduler.objects import BadObject, metadata
 from vscheduler.textinput import brief
 
@@ -34,7 +35,22 @@ def apply_event(cache: Cache, kind: str, event_type: str, obj: dict) -> None:
         namespace, name, _ = metadata(obj)
         _delete(cache, kind, namespace, name)
         return
+    if kind == "Pod" and _bind_in_flight(cache, obj):
+        return
     add_object(cache, obj, kind)
+
+
+def _bind_in_flight(cache: Cache, obj: dict) -> bool:
+    """Whether `obj` is a pending view of a pod the scheduler decided to bind: it shows
+    no node until the API server has the Binding, and the decision is kept rather than
+    made pending again (Volcano too)."""
+    namespace, name, _ = metadata(obj)
+    known = cache.tasks.get(f"{namespace}/{name}")
+    if known is None or not known.status & ALLOCATED_STATUSES or not known.node_name:
+        return False
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    return not spec.get("nodeName") and (status.get("phase") or "Pending") == "Pending"
 
 
 def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:
