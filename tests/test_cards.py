@@ -236,3 +236,13 @@ def test_a_request_may_list_alternatives_normalised():
 def test_a_malformed_quota_says_what_is_wrong(text, words):
     with pytest.raises(CardError, match=words):
         parse_card_counts(text, "volcano.sh/card.quota")
+
+
+@pytest.mark.parametrize("text", ['{"H100": ' + "9" * 4000 + "}", '{"H100": 1e999}',
+                                  '{"H100": -1}', '{"H100": ' + "[" * 3000 + "]" * 3000 + "}",
+                                  "[" * 100_000, '{"' + "x" * 300_000 + '": 1}'])
+def test_card_counts_of_any_size_or_depth_are_card_errors(text: str) -> None:
+    with pytest.raises(CardError) as err:
+        parse_card_counts(text, "volcano.sh/card.quota")
+    assert str(err.value).startswith("volcano.sh/card.quota: ")
+    assert len(str(err.value)) < 300

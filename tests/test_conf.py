@@ -530,3 +530,21 @@ def test_cli_good_conf_with_unknown_argument_warns_and_runs(
     assert "futureKnob" in err
     assert "warning" in err
     assert "p1" in out
+
+
+@pytest.mark.parametrize("nested", ["[" * 5000 + "]" * 5000,
+                                    "{a: " * 5000 + "1" + "}" * 5000,
+                                    "\n  " + "- " * 3000 + "x"],
+                         ids=["flow lists", "flow maps", "block lists"])
+def test_a_conf_nested_hundreds_of_levels_is_one_conf_error(nested: str) -> None:
+    message = error_of(f'actions: "allocate"\ntiers: {nested}\n')
+    assert "nested more than 100 levels deep" in message
+
+
+def test_cli_nested_conf_exits_2_with_one_line(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err, conf_path = run_cli(tmp_path, "tiers: " + "[" * 3000 + "]" * 3000,
+                                        capsys)
+    assert code == 2 and out == ""
+    assert err == (f"vscheduler: bad conf: {conf_path}: not valid YAML: line 1: nested more "
+                   "than 100 levels deep\n")

@@ -238,3 +238,35 @@ def test_any_string_either_parses_or_raises_quantity_error(text: str) -> None:
     except QuantityError:
         return
     assert isinstance(result, Fraction)
+
+
+@pytest.mark.parametrize("bad", ["9" * 5000, "0." + "0" * 5000 + "1", "1" * 65])
+def test_refuses_strings_too_long_to_be_quantities(bad: str) -> None:
+    with pytest.raises(QuantityError, match="too long to be a quantity") as err:
+        parse_quantity(bad)
+    assert len(str(err.value)) < 200  # the message quotes a shortened text
+
+
+@pytest.mark.parametrize("bad", [10**31, -(10**31), 10**400, 1e308, -1e300, "2e30",
+                                 "9" * 40, "1000000000000000Ei"])
+def test_refuses_amounts_beyond_1e30(bad: object) -> None:
+    with pytest.raises(QuantityError, match="out of range"):
+        parse_quantity(bad)
+
+
+def test_the_largest_amounts_still_parse() -> None:
+    assert parse_quantity(10**30) == 10**30
+    assert parse_quantity("1e30") == 10**30
+    assert milli_value("9223372036854775807") == 9223372036854775807000
+
+
+@FAST
+@given(st.one_of(st.integers(), st.floats(), st.text(max_size=100),
+                 st.from_regex(r"[+-]?[0-9]{1,80}(\.[0-9]{0,40})?([eE][+-]?[0-9]{1,12})?",
+                               fullmatch=True)))
+def test_any_number_or_text_is_a_bounded_fraction_or_a_quantity_error(raw: object) -> None:
+    try:
+        result = parse_quantity(raw)
+    except QuantityError:
+        return
+    assert abs(result) <= 10**30

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.builders import conf, gang, node, pod
+from tests.builders import conf, gang, node, pod, podgroup, queue, simulate
 from vscheduler.cache import Cache
+from vscheduler.cli import main
+from vscheduler.kube.apply import KINDS, apply_event
 from vscheduler.objects import parse_pod
 from vscheduler.simulate import Simulation
+
+# allocate only: a pod that does not fit waits (backfill would place a job's pods even
+# when its gang is short)
+CONF_NO_BACKFILL = """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
 
 
 def _simulation(objects: list[dict]) -> Simulation:
@@ -60,3 +74,113 @@ def test_pending_work_keeps_sessions_running():
         simulation.step()
         assert "allocate" in simulation.timings
     assert simulation.report.as_dict()["pending"]["default/too-big"]
+
+
+# --------------------------------------------------------------------------- messages
+
+NODE_YAML = ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+             "status: {allocatable: {cpu: '2', memory: 2Gi, pods: '10'}}\n")
+POD_YAML = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+            "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_dash_reads_the_manifests_from_stdin(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]):
+    stdin = io.TextIOWrapper(io.BytesIO((NODE_YAML + "---\n" + POD_YAML).encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, out, err = _run(capsys, "-", "--output", "json")
+    assert code == 0 and err == ""
+    assert json.loads(out)["binds"] == {"default/p": "n1"}
+
+
+def test_a_file_with_nothing_to_read_is_said_on_stderr(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(NODE_YAML + "---\n" + POD_YAML)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n---\n")
+    apps = tmp_path / "apps.yaml"
+    apps.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\n"
+                    "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n"
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: e}\n---\n"
+                    "apiVersion: example.com/v1\nkind: Queue\nmetadata: {name: q}\n")
+    code, out, err = _run(capsys, str(cluster), str(empty), str(apps))
+    assert code == 0
+    assert "default/p  n1" in out
+    assert err.splitlines() == [
+        f"vscheduler: {empty}: no Kubernetes objects",
+        f"vscheduler: {apps}: ignored 4 objects of kinds Deployment, "
+        "Queue ('example.com/v1'), Service "
+        "(simulate reads Node, Pod, PodGroup, Queue, PriorityClass)",
+    ]
+
+
+def test_a_missing_file_is_one_line_and_exit_2(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(NODE_YAML)
+    code, out, err = _run(capsys, str(cluster), str(tmp_path / "absent.yaml"))
+    assert code == 2 and out == ""
+    assert err == f"vscheduler: cannot read {tmp_path / 'absent.yaml'}: " \
+                  "No such file or directory\n"
+
+
+def test_a_skipped_object_is_named_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(NODE_YAML + "---\napiVersion: v1\nkind: Pod\n"
+                       "metadata: {name: bad, namespace: team}\nspec: oops\n")
+    _, out, _ = _run(capsys, str(cluster), "--output", "json")
+    [event] = [e for e in json.loads(out)["events"] if e["reason"] == "BadObject"]
+    assert event["object"] == "Pod/team/bad"
+    assert event["message"] == f"{cluster}#1: skipped: spec: expected a map, got str"
+    _, text, _ = _run(capsys, str(cluster))
+    assert f"  Pod/team/bad: {cluster}#1: skipped: spec: expected a map, got str" in text
+    assert text.count("bad") == 1
+
+
+def test_simulate_and_the_daemon_read_the_same_objects():
+    """One ingest path: a Queue of another API group is not Volcano's in either."""
+    foreign = {**queue("q-foreign"), "apiVersion": "example.com/v1"}
+    objects = [node("n1"), queue("q1"), foreign, podgroup("g", 1, queue="q1"),
+               pod("g-0", group="g"), {"apiVersion": "apps/v1", "kind": "Deployment",
+                                       "metadata": {"name": "d"}}]
+    simulated = _simulation(objects).cache
+    watched = Cache()
+    for obj in objects:
+        kind = obj["kind"]
+        if kind in KINDS:
+            apply_event(watched, kind, "ADDED", obj)
+    assert sorted(simulated.queues) == sorted(watched.queues)
+    assert "q1" in watched.queues and "q-foreign" not in watched.queues
+    assert sorted(simulated.tasks) == sorted(watched.tasks) == ["default/g-0"]
+    assert sorted(simulated.nodes) == sorted(watched.nodes) == ["n1"]
+
+
+def test_without_nodes_the_reason_is_that_there_are_none():
+    report = simulate([*gang("g", 2), pod("solo"), queue("q1")], None)
+    assert report["pending"]
+    for reasons in report["pending"].values():
+        assert reasons == ["0/0 nodes are available: the cluster has no nodes."]
+    assert not any("overused" in e["message"] for e in report["events"])
+
+
+def test_no_hint_for_a_node_this_session_filled():
+    # The gang is tried first and does not fit whole; the solo pod then takes n1.
+    report = simulate([node("n1", cpu="2"), *gang("a", 3, cpu="1"), pod("b", cpu="2")])
+    assert report["binds"] == {"default/b": "n1"}
+    for key in ("default/a-0", "default/a-1"):
+        assert not any("can possibly be assigned" in r for r in report["pending"][key])
+
+
+def test_the_hint_stays_for_a_node_that_still_has_room():
+    report = simulate([node("n1", cpu="2"), *gang("a", 3, cpu="1"), pod("b", cpu="1")],
+                      CONF_NO_BACKFILL)
+    assert "default/a-0" in report["pending"]
+    assert report["pending"]["default/a-0"][0] == (
+        "Pod default/a-0 can possibly be assigned to n1, once minAvailable is satisfied")

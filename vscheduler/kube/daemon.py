@@ -23,6 +23,7 @@ from vscheduler.cache import Cache
 from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.session import Event, SessionResult
+from vscheduler.ingest import skipped_event
 from vscheduler.kube.apply import KINDS, apply_event
 from vscheduler.kube.discovery import ApiDiscovery
 from vscheduler.kube.leader import LeaderElector
@@ -102,12 +103,9 @@ class Daemon:
             try:
                 apply_event(self.cache, kind, event_type, obj)
             except BadObject as err:
-                meta = obj.get("metadata") or {}
-                where = "/".join(p for p in (kind, meta.get("namespace"), meta.get("name"))
-                                 if p)
-                self.writer.emit(Event(where, "Warning", "BadObject",
-                                       f"{where} skipped: {err}"), obj)
-                log.warning("Object skipped", extra=fields(object=where, error=str(err)))
+                event = skipped_event(obj, err, kind)
+                self.writer.emit(event, obj)
+                log.warning("Object skipped", extra=fields(object=event.object, error=str(err)))
         while True:
             try:
                 failure = self.writer.failures.get_nowait()
