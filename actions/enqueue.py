@@ -24,7 +24,7 @@ class Enqueue(Action):
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         pending: dict[str, PriorityQueue[Job]] = {}
         for job in session.jobs.values():
-            if not job.is_pending():
+            if not job.is_pending() or job.held_only:
                 continue
             queue = session.queues[job.queue]
             if queue.name not in pending:

@@ -346,10 +346,12 @@ class Cache:
         warnings: list[tuple[str, str, str]] = []
         for uid in sorted(self.jobs):
             job = self.jobs[uid]
-            if not job.bare and uid not in self.podgroups:
+            held_only = not job.bare and uid not in self.podgroups
+            if held_only:
                 for task in job.tasks_in(S.PENDING):
                     skipped[task.key] = (task, f"PodGroup {uid} not found: the pod waits for it")
-                continue
+                if len(job.tasks) == job.count(S.PENDING):
+                    continue
             if job.queue not in queues:
                 message = f"queue {job.queue!r} not found: the job waits for it"
                 for task in job.tasks_in(S.PENDING):
@@ -359,7 +361,8 @@ class Cache:
                 warnings.append((obj, "QueueNotFound", message))
                 continue
             clone = old_jobs.pop(uid, None)
-            if clone is not None and not (clone.dirty or job.dirty):
+            if clone is not None and not (clone.dirty or job.dirty) \
+                    and clone.held_only == held_only:
                 # What sessions change without marking the job dirty is reset.
                 clone.phase = job.phase
                 if clone.fit_errors:
@@ -368,6 +371,10 @@ class Cache:
                 if clone is not None:
                     drop(clone)
                 clone = job.clone()
+                if held_only:
+                    clone.held_only = True
+                    for task in list(clone.tasks_in(S.PENDING)):
+                        clone.remove_task(task)
                 for task in clone.tasks.values():
                     clones[task.key] = task
                     moved.append((task.key, task.node_name))

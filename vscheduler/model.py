@@ -278,6 +278,7 @@ class Job:
         "creation",
         "dirty",
         "fit_errors",
+        "held_only",
         "memo",
         "min_available",
         "min_resources",
@@ -325,6 +326,9 @@ class Job:
         self.preemptable = preemptable
         self.annotations = annotations or {}
         self.bare = bare
+        # Its PodGroup is gone: only its placed pods are in the session, so that what they
+        # hold still counts against their queue; nothing of it is scheduled or written.
+        self.held_only = False
         # seconds from creation to give up scheduling it (scheduleTimeoutSeconds)
         self.schedule_timeout: int | None = None
         self.tasks: dict[str, Task] = {}
@@ -510,7 +514,7 @@ class Job:
         for slot in ("uid", "namespace", "name", "queue", "min_available",
                      "min_task_member", "min_resources", "priority_class_name", "priority",
                      "phase", "creation", "preemptable", "annotations", "bare",
-                     "schedule_timeout"):
+                     "held_only", "schedule_timeout"):
             setattr(job, slot, getattr(self, slot))
         job.conditions = [
             Condition(c.type, c.status, c.reason, c.message, c.transition_id)

@@ -8,6 +8,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -292,3 +293,31 @@ def test_a_node_update_that_changes_nothing_read_changes_nothing():
     cache.add_node(parse_node(b.node("n1", labels={"zone": "b"})))
     assert cache.node_specs == before[1] + 1 and cache.nodes["n1"] is not before[2]
     assert "default/p" in cache.nodes["n1"].tasks  # its pods move to the new object
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_running_pods_of_a_deleted_podgroup_still_count_against_their_queue(reuse):
+    """A PodGroup deleted while its pods run: the pods keep their node and their queue's
+    room. Left out of the session, they let a pending pod of the same queue past the
+    queue's capability. Their pending siblings wait for the PodGroup."""
+    simulation = Simulation(b.conf())
+    simulation.load([(f"t#{i}", obj) for i, obj in enumerate([
+        b.node("n1", cpu="4"),
+        b.queue("q1", capability={"cpu": "2"}),
+        b.podgroup("run", 1, queue="q1", phase="Running"),
+        b.pod("run-0", cpu="1", group="run", queue="q1", node_name="n1", phase="Running"),
+        b.pod("run-1", cpu="1", group="run", queue="q1"),
+        b.pod("solo", cpu="2", queue="q1"),
+    ])])
+    simulation.cache.delete_podgroup("default/run")
+    snapshot = simulation.cache.snapshot(reuse=reuse)
+    held = snapshot.jobs["default/run"]
+    assert held.held_only and set(held.tasks) == {"default/run-0"}
+    assert "default/run-1" in snapshot.skipped
+    simulation.cache.snapshot(reuse=reuse)  # the next session sees the same
+    report = simulation.run(1).as_dict()
+    assert "default/solo" not in report["binds"]
+    assert "default/run" not in report["podGroups"]
+    assert report["pending"]["default/run-1"] == [
+        "PodGroup default/run not found: the pod waits for it"]
+    assert report["queues"]["q1"]["allocated"]["cpu"] == "1"

@@ -516,7 +516,7 @@ class Session:
             self.event(obj, "Warning", reason, message)
         for uid, job in self.jobs.items():
             job.phase = self._podgroup_phase(job)
-            if not job.bare:
+            if not (job.bare or job.held_only):
                 # (a copy: the job may be handed on to the next session)
                 result.podgroups[uid] = (job.phase, list(job.conditions))
             # Allocated but never committed (the job only got pipelined): nothing was
