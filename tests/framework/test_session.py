@@ -491,3 +491,16 @@ def test_a_finished_session_is_freed_without_the_cyclic_collector():
     finally:
         gc.enable()
     assert simulation.report.sessions == 4 and alive == []
+
+
+def test_a_podgroups_unschedulable_event_says_what_its_condition_says() -> None:
+    """kubectl describe podgroup shows the condition and the events side by side: a gang
+    of 3 with room for 2 must not read "1/3" in one and "3/3" in the other."""
+    from tests.builders import simulate
+
+    report = simulate([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
+    condition = next(c for c in report["podGroups"]["default/train"]["conditions"]
+                     if c["type"] == "Unschedulable")
+    events = [e for e in report["events"]
+              if e["object"] == "PodGroup/default/train" and e["reason"] == "Unschedulable"]
+    assert [e["message"] for e in events] == [condition["message"]]

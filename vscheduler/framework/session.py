@@ -532,8 +532,7 @@ class Session:
                 self.event(f"Pod/{task.key}", "Warning", "FailedScheduling", reasons[0])
             if pending and not job.bare:
                 self.event(f"PodGroup/{uid}", "Warning", "Unschedulable",
-                           f"{len(pending)}/{len(job.tasks)} tasks in gang unschedulable: "
-                           f"{job.fit_error()}")
+                           self._unschedulable_message(job, len(pending)))
             for task in job.tasks_in(S.PIPELINED):
                 result.pipelined[task.key] = task.node_name
                 if task.eviction_occurred:
@@ -549,6 +548,15 @@ class Session:
             if allocated is not None:
                 allocated.add(job.allocated)  # its tasks in ALLOCATED_STATUSES
         return result
+
+    def _unschedulable_message(self, job: Job, pending: int) -> str:
+        """The PodGroup's Unschedulable event says what its condition says, when a
+        plugin set one in this session (kubectl describe shows both, side by side)."""
+        for condition in job.conditions:
+            if (condition.type == "Unschedulable" and condition.status == "True"
+                    and condition.transition_id == self.uid):
+                return condition.message
+        return f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
 
     def release(self) -> None:
         """Drop the plugins and every hook bound to them, once the decisions are applied.
