@@ -169,3 +169,32 @@ def test_a_bench_spec_with_nothing_to_run_on_is_refused(bad):
 
     with pytest.raises(ValueError, match="must"):
         BenchSpec(**bad)
+
+
+def test_a_volcano_deployments_arguments_run_unchanged(monkeypatch, tmp_path, capsys):
+    """The arguments Volcano's own chart gives its scheduler: those that mean something
+    here are taken, the rest are logged as ignored with why, and nothing is refused."""
+    code, err = _run_without_cluster(
+        monkeypatch, tmp_path, capsys, "--logtostderr", "--enable-healthz=true",
+        "--leader-elect=true", "--leader-elect-resource-namespace=volcano-system",
+        "--kube-api-qps=2000", "--node-worker-threads=20", "--plugins-dir=/plugins",
+        "--enable-pprof=true", "-v=3")
+    assert code == 2 and err.splitlines()[-1].startswith("vscheduler: no cluster")
+    ignored = re.findall(r'"Volcano flag ignored" flag="([^"]+)"', err)
+    assert ignored == ["--logtostderr", "--plugins-dir", "--enable-pprof",
+                       "--node-worker-threads"]
+    assert 'lease="volcano-system/vscheduler"' in err
+
+
+def test_volcano_flags_that_would_change_decisions_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--node-selector=volcano.sh/role:train"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --node-selector" in capsys.readouterr().err
+
+
+def test_the_lease_takes_volcanos_resource_name_and_namespace(monkeypatch, tmp_path, capsys):
+    _, err = _run_without_cluster(monkeypatch, tmp_path, capsys, "--leader-elect",
+                                  "--leader-elect-resource-namespace=ops",
+                                  "--leader-elect-resource-name=batch")
+    assert 'lease="ops/batch"' in err

@@ -142,6 +142,61 @@ def _add_logging_flags(parser: argparse.ArgumentParser) -> None:
                              "%(default)s)")
 
 
+# Volcano's scheduler flags that mean nothing here, with why: accepted so that the
+# arguments of a Volcano deployment run unchanged, and logged as ignored when given.
+# Flags that would change what is decided (`--node-selector`, `--scheduler-sharding-mode`)
+# are not among them: argparse refuses those as unknown.
+IGNORED_VOLCANO_FLAGS: dict[str, tuple[bool, str]] = {
+    # flag: (takes true/false, why it is ignored)
+    "--logtostderr": (True, "logs always go to stderr"),
+    "--resync-period": (False, "watches keep the cache current; there is no resync"),
+    "--healthz-address": (False, "/healthz is served on --listen-address"),
+    "--priority-class": (True, "PriorityClasses are always read"),
+    "--plugins-dir": (False, "plugins are Python packages found through entry points"),
+    "--csi-storage": (True, "volumes are not considered"),
+    "--ignored-provisioners": (False, "volumes are not considered"),
+    "--enable-pprof": (True, "there is no pprof endpoint"),
+    "--cache-dumper": (True, "there is no cache dumper"),
+    "--cache-dump-dir": (False, "there is no cache dumper"),
+    "--ca-cert-file": (False, "no HTTPS endpoint is served"),
+    "--tls-cert-file": (False, "no HTTPS endpoint is served"),
+    "--tls-private-key-file": (False, "no HTTPS endpoint is served"),
+    "--node-worker-threads": (False, "nodes are read in the scheduling loop"),
+    "--gate-removal-worker-num": (False, "scheduling gates are left to their owners"),
+    "--resource-sync-timeout": (False, "the first lists wait up to 60s"),
+    "--feature-gates": (False, "there are no feature gates"),
+    "--disable-default-scheduler-config": (True, "no conf file means Volcano's default"),
+    "--leader-elect-resource-lock": (False, "the lock is always a Lease"),
+}
+
+
+def _ignored_dest(flag: str) -> str:
+    return "ignored_" + flag.lstrip("-").replace("-", "_")
+
+
+def _add_volcano_flags(parser: argparse.ArgumentParser) -> None:
+    """Volcano's flags under their names: the leader election ones client-go's
+    component flags give Volcano, `--master`, and those accepted and ignored."""
+    parser.add_argument("--master", metavar="URL",
+                        help="the API server's address; overrides the kubeconfig's "
+                             "(default: the kubeconfig's)")
+    parser.add_argument("--leader-elect-resource-namespace", dest="lock_object_namespace",
+                        metavar="NS", default=argparse.SUPPRESS,
+                        help="the same as --lock-object-namespace (default volcano-system)")
+    parser.add_argument("--leader-elect-resource-name", dest="lease_name", metavar="NAME",
+                        help="name of the Lease (default: the scheduler name)")
+    ignored = parser.add_argument_group(
+        "Volcano flags accepted and ignored (each given one is logged with why)")
+    for flag, (boolean, why) in IGNORED_VOLCANO_FLAGS.items():
+        if boolean:
+            ignored.add_argument(flag, dest=_ignored_dest(flag), type=_flag, nargs="?",
+                                 const=True, default=argparse.SUPPRESS, metavar="BOOL",
+                                 help=f"ignored: {why} (default: not given)")
+        else:
+            ignored.add_argument(flag, dest=_ignored_dest(flag), default=argparse.SUPPRESS,
+                                 metavar="VALUE", help=f"ignored: {why} (default: not given)")
+
+
 def _bench(args: argparse.Namespace) -> int:
     from vscheduler.bench import BENCH_CONF, BenchSpec, render, run_bench
 
@@ -221,9 +276,13 @@ def _run(args: argparse.Namespace) -> int:
         percentage_nodes_to_find=args.percentage_nodes_to_find, dry_run=args.dry_run))
     for warning in conf.warnings:
         log.warning("Conf warning", extra=fields(conf=conf.source, warning=warning))
+    for flag, (_, why) in IGNORED_VOLCANO_FLAGS.items():
+        if hasattr(args, _ignored_dest(flag)):
+            log.warning("Volcano flag ignored", extra=fields(flag=flag, why=why))
     # The lock is named after the scheduler, as Volcano's; the identity is unique per
     # process.
-    lease = (args.lock_object_namespace, names[0] if len(names) == 1 else "vscheduler")
+    lease = (args.lock_object_namespace,
+             args.lease_name or (names[0] if len(names) == 1 else "vscheduler"))
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     log.info("Leader election", extra=fields(
         enabled=args.leader_elect, lease="/".join(lease) if args.leader_elect else None,
@@ -241,8 +300,11 @@ def _run(args: argparse.Namespace) -> int:
             except config.ConfigException:
                 config.load_kube_config(client_configuration=configuration)
     except Exception as err:
-        print(f"vscheduler: no cluster to talk to: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        if not args.master:
+            print(f"vscheduler: no cluster to talk to: {err}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.master:
+        configuration.host = args.master
     api = client.ApiClient(configuration)
     elector = None
     if args.leader_elect:
@@ -401,6 +463,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="decide and log every decision, write nothing to the cluster")
     _add_sampling_flags(run)
     _add_logging_flags(run)
+    _add_volcano_flags(run)
     run.set_defaults(run=_run)
 
     plugins = commands.add_parser("plugins", help="list installed actions and plugins")

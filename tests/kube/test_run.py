@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.apiserver import FakeApiServer, wait_for
@@ -30,11 +31,18 @@ def _kubeconfig(path: Path, url: str) -> Path:
     return path
 
 
-def test_run_binds_and_stops_on_sigterm(tmp_path: Path):
+@pytest.mark.parametrize("reach", ["kubeconfig", "master"])
+def test_run_binds_and_stops_on_sigterm(tmp_path: Path, reach: str):
+    """The API server named by the kubeconfig, or by Volcano's --master over a kubeconfig
+    that names a port where nothing listens."""
     with FakeApiServer(bookmark_interval=0.1) as server:
-        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", server.url)
+        if reach == "kubeconfig":
+            where = ["--kubeconfig", str(_kubeconfig(tmp_path / "kubeconfig", server.url))]
+        else:
+            dead = _kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+            where = ["--kubeconfig", str(dead), f"--master={server.url}"]
         process = subprocess.Popen(
-            [sys.executable, "-m", "vscheduler.cli", "run", "--kubeconfig", str(kubeconfig),
+            [sys.executable, "-m", "vscheduler.cli", "run", *where,
              "--leader-elect=false", "--schedule-period=100ms"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
