@@ -752,5 +752,12 @@ class Queue:
         """Open, or without a state at all (no queue controller runs beside us)."""
         return self.state in ("Open", "")
 
+    def closed_reason(self) -> str | None:
+        """Why the queue takes nothing new (no admission, no placement), or None while it
+        is open: the one wording of that rule, for every action and plugin that checks it."""
+        if self.is_open():
+            return None
+        return f"queue {self.name} is {self.state}: it takes nothing new"
+
     def __repr__(self) -> str:
         return f"Queue({self.name}, weight={self.weight}, {self.state or 'Open'})"
