@@ -7,7 +7,7 @@ exactly as the same object arriving from a watch.
 from __future__ import annotations
 
 from vscheduler.cache import Cache
-from vscheduler.framework.session import Event
+from vscheduler.framework.results import Event
 from vscheduler.objects import (
     PODGROUP_GROUPS,
     BadObject,

@@ -17,7 +17,8 @@ from typing import Protocol
 from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
-from vscheduler.framework.session import Event, Eviction, Session, SessionResult
+from vscheduler.framework.results import Event, Eviction, SessionResult
+from vscheduler.framework.session import Session
 from vscheduler.model import Job, Task
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import Resource

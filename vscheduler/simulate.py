@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
-from vscheduler.framework.session import Event, Eviction, SessionResult
+from vscheduler.framework.results import Event, Eviction, SessionResult
 from vscheduler.ingest import READ_GROUPS, add_object, read_kind, skipped_event
 from vscheduler.model import Job, Task
 from vscheduler.objects import BadObject, timestamp_of

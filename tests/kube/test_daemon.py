@@ -256,7 +256,7 @@ def test_a_gang_past_its_schedule_timeout_is_marked_and_counted(server, daemon):
 
 
 def test_a_podgroup_timing_out_is_counted_once_even_if_reported_again():
-    from vscheduler.framework.session import SessionResult
+    from vscheduler.framework.results import SessionResult
     from vscheduler.kube.metrics import Metrics
 
     metrics = Metrics()

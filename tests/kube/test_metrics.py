@@ -15,7 +15,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import conf, gang, node, pod, podgroup, queue
-from vscheduler.framework.session import SessionResult
+from vscheduler.framework.results import SessionResult
 from vscheduler.kube.metrics import Metrics, markdown_table
 from vscheduler.simulate import Simulation
 

@@ -18,12 +18,12 @@ from vscheduler.cache import Snapshot
 from vscheduler.conf import SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.placement import NodeSampling
+from vscheduler.framework.results import Event, Eviction, SessionResult
 from vscheduler.framework.statement import Statement
 from vscheduler.hookspecs import ABSTAIN, Reject
 from vscheduler.model import (
     COMPLETED_STATUSES,
     SCHEDULED_STATUSES,
-    Condition,
     Job,
     Node,
     Queue,
@@ -33,67 +33,13 @@ from vscheduler.model import (
 )
 from vscheduler.resources import Resource
 
-__all__ = ["Event", "Eviction", "Session", "SessionResult"]
+__all__ = ["Session"]
 
 S = TaskStatus
 _SESSION_HOOKS = ("on_session_open", "on_session_close")
 _SESSION_COUNTER = itertools.count(1)
 # Why every pod waits in a session with no nodes at all (none yet, or none readable).
 NO_NODES = "0/0 nodes are available: the cluster has no nodes."
-
-
-class Event:
-    """A Kubernetes Event to write: `object` is `Kind/namespace/name` (or `Kind/name`)."""
-
-    __slots__ = ("message", "object", "reason", "type")
-
-    def __init__(self, object: str, type: str, reason: str, message: str) -> None:
-        self.object = object
-        self.type = type
-        self.reason = reason
-        self.message = message
-
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.object, self.type, self.reason, self.message)
-
-    def __repr__(self) -> str:
-        return f"Event({self.object} {self.type} {self.reason}: {self.message})"
-
-
-class Eviction:
-    __slots__ = ("action", "node", "preemptor", "task")
-
-    def __init__(self, task: str, node: str, action: str, preemptor: str) -> None:
-        self.task = task
-        self.node = node
-        self.action = action
-        self.preemptor = preemptor
-
-
-class SessionResult:
-    """What a session decided, for the binder, evictor and status writer."""
-
-    __slots__ = ("binds", "events", "evictions", "nominated", "pending", "pending_jobs",
-                 "pipelined", "podgroups", "queue_cards", "queues", "timeouts")
-
-    def __init__(self) -> None:
-        self.binds: dict[str, str] = {}
-        self.evictions: list[Eviction] = []
-        self.pipelined: dict[str, str] = {}
-        # pipelined pods whose node frees up because of their own evictions: the node
-        # is nominated for them (status.nominatedNodeName), as Volcano does
-        self.nominated: dict[str, str] = {}
-        self.pending: dict[str, list[str]] = {}
-        # job (PodGroup uid, or the pod's key for a pod without one) -> (queue, pod keys)
-        self.pending_jobs: dict[str, tuple[str, list[str]]] = {}
-        # PodGroup uid -> (phase, conditions), for every PodGroup in the session
-        self.podgroups: dict[str, tuple[str, list[Condition]]] = {}
-        self.queues: dict[str, Resource] = {}
-        # queue -> card name -> cards allocated (whole units), from a card-aware plugin
-        self.queue_cards: dict[str, dict[str, float]] = {}
-        self.events: list[Event] = []
-        # PodGroups that passed their scheduleTimeoutSeconds in this session
-        self.timeouts: list[str] = []
 
 
 def _no_predicate(task: Task, node: Node) -> Unfit | None:

@@ -22,7 +22,7 @@ from kubernetes.client import ApiClient
 from vscheduler.cache import Cache
 from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
-from vscheduler.framework.session import Event, SessionResult
+from vscheduler.framework.results import Event, SessionResult
 from vscheduler.ingest import skipped_event
 from vscheduler.kube.apply import KINDS, apply_event
 from vscheduler.kube.discovery import ApiDiscovery

@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from vscheduler.cards import CARD_QUOTA_ANNOTATION, CardError, parse_card_counts
-from vscheduler.framework.session import SessionResult
+from vscheduler.framework.results import SessionResult
 from vscheduler.model import is_bare_job
 from vscheduler.resources import PODS, Resource
 

@@ -36,7 +36,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from vscheduler.cache import Cache
-from vscheduler.framework.session import Event, Eviction
+from vscheduler.framework.results import Event, Eviction
 from vscheduler.kube.discovery import ApiDiscovery
 from vscheduler.kube.errors import error_fields
 from vscheduler.logs import V2, V4, fields

@@ -1,0 +1,68 @@
+"""What a session hands on: the decisions and the reasons, as plain values.
+
+The binder, evictor, status writer and event sink (in memory for `simulate`, the
+Kubernetes API for the daemon) read only these, so they need nothing of the session.
+"""
+
+from __future__ import annotations
+
+from vscheduler.model import Condition
+from vscheduler.resources import Resource
+
+__all__ = ["Event", "Eviction", "SessionResult"]
+
+
+class Event:
+    """A Kubernetes Event to write: `object` is `Kind/namespace/name` (or `Kind/name`)."""
+
+    __slots__ = ("message", "object", "reason", "type")
+
+    def __init__(self, object: str, type: str, reason: str, message: str) -> None:
+        self.object = object
+        self.type = type
+        self.reason = reason
+        self.message = message
+
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.object, self.type, self.reason, self.message)
+
+    def __repr__(self) -> str:
+        return f"Event({self.object} {self.type} {self.reason}: {self.message})"
+
+
+class Eviction:
+    """A committed eviction: pod `task` leaves `node`, by `action`, for `preemptor`."""
+
+    __slots__ = ("action", "node", "preemptor", "task")
+
+    def __init__(self, task: str, node: str, action: str, preemptor: str) -> None:
+        self.task = task
+        self.node = node
+        self.action = action
+        self.preemptor = preemptor
+
+
+class SessionResult:
+    """What a session decided, for the binder, evictor and status writer."""
+
+    __slots__ = ("binds", "events", "evictions", "nominated", "pending", "pending_jobs",
+                 "pipelined", "podgroups", "queue_cards", "queues", "timeouts")
+
+    def __init__(self) -> None:
+        self.binds: dict[str, str] = {}
+        self.evictions: list[Eviction] = []
+        self.pipelined: dict[str, str] = {}
+        # pipelined pods whose node frees up because of their own evictions: the node
+        # is nominated for them (status.nominatedNodeName), as Volcano does
+        self.nominated: dict[str, str] = {}
+        self.pending: dict[str, list[str]] = {}
+        # job (PodGroup uid, or the pod's key for a pod without one) -> (queue, pod keys)
+        self.pending_jobs: dict[str, tuple[str, list[str]]] = {}
+        # PodGroup uid -> (phase, conditions), for every PodGroup in the session
+        self.podgroups: dict[str, tuple[str, list[Condition]]] = {}
+        self.queues: dict[str, Resource] = {}
+        # queue -> card name -> cards allocated (whole units), from a card-aware plugin
+        self.queue_cards: dict[str, dict[str, float]] = {}
+        self.events: list[Event] = []
+        # PodGroups that passed their scheduleTimeoutSeconds in this session
+        self.timeouts: list[str] = []
