@@ -49,21 +49,15 @@ queue-allocation scheduling gate, which this scheduler does not have.
 
 from __future__ import annotations
 
-from vscheduler import quota
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
-from vscheduler.model import Queue, Task, TaskStatus
+from vscheduler.model import Queue, Task
 from vscheduler.plugin import Plugin
-from vscheduler.quota import (
-    QueueUsage,
-    amount_text,
-    quota_exceeded,
-)
+from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, priority_first, room_refusal
+from vscheduler.quota import amount_text
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
-__all__ = ["CapacityPlugin", "QueueAttr"]
-
-S = TaskStatus
+__all__ = ["CapacityPlugin", "WrittenDeservedFigures"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -85,9 +79,10 @@ def _requested(request: Resource) -> list[str]:
 # --------------------------------------------------------------------------- state
 
 
-class QueueAttr(quota.QueueAttr):
-    """What capacity knows of one queue: deserved as written, but never more than the
-    queue could ever get, nor less than what it is guaranteed."""
+class WrittenDeservedFigures(QueueFigures):
+    """What capacity knows of one queue: its figures with deserved as its spec writes
+    it, but never more than the queue could ever get, nor less than what it is
+    guaranteed."""
 
     __slots__ = ()
 
@@ -115,8 +110,8 @@ class CapacityPlugin(QueueUsage, Plugin):
     @hookimpl
     def on_session_open(self, session: Session) -> None:
         self.session = session
-        self.open_queues(session, QueueAttr)
-        for attr in self.queue_attrs.values():
+        self.open_queues(session, WrittenDeservedFigures)
+        for attr in self.queue_figures.values():
             attr.update_share()
 
 
@@ -124,9 +119,10 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def queue_order(self, left: Queue, right: Queue) -> int:
-        if left.priority != right.priority:
-            return -1 if left.priority > right.priority else 1
-        la, ra = self._attr_of(left.name), self._attr_of(right.name)
+        first = priority_first(left, right)
+        if first:
+            return first
+        la, ra = self.figures_of(left.name), self.figures_of(right.name)
         if la is None or ra is None:
             return 0
         if la.share != ra.share:
@@ -140,24 +136,19 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     # ---------------------------------------------------------------- allocate
 
-    def _within_capability(self, queue: Queue, attr: QueueAttr,
+    @staticmethod
+    def _within_capability(queue: Queue, attr: WrittenDeservedFigures,
                            request: Resource) -> str | None:
         """None if `queue` may take `request` more within its real capability."""
-        future = attr.allocated.clone().add(request)
-        failing = quota_exceeded(future, attr.real_capability, request)
-        if not failing:
-            return None
-        details = "; ".join(
-            f"insufficient {n} (allocated + request {amount_text(n, future.get(n))} > "
-            f"real capability {amount_text(n, attr.real_capability.get(n))})"
-            for n in failing)
-        return f"queue {queue.name}: {details}"
+        return room_refusal(queue.name, attr.allocated, request, attr.real_capability,
+                            "real capability")
 
     @hookimpl
     def allocatable(self, queue: Queue, task: Task) -> str | None:
-        if not queue.is_open():
-            return f"queue {queue.name} is {queue.state}: it takes nothing new"
-        attr = self._attr_of(queue.name)
+        closed = queue.closed_reason()
+        if closed is not None:
+            return closed
+        attr = self.figures_of(queue.name)
         if attr is None:
             return None
         return self._within_capability(queue, attr, task.resreq)
@@ -170,9 +161,10 @@ class CapacityPlugin(QueueUsage, Plugin):
         capability, and only while it is still within its deserved amount on some
         resource the task asks for: a queue that already has what it deserves of
         everything the task needs must wait for idle resources instead."""
-        if not queue.is_open():
-            return f"queue {queue.name} is {queue.state}: it takes nothing new"
-        attr = self._attr_of(queue.name)
+        closed = queue.closed_reason()
+        if closed is not None:
+            return closed
+        attr = self.figures_of(queue.name)
         if attr is None:
             return None
         request = task.resreq
@@ -201,14 +193,14 @@ class CapacityPlugin(QueueUsage, Plugin):
         a resource the candidate uses, until each such queue is back within its deserved
         amount; never one whose eviction takes its queue below its guarantee."""
         jobs = self.session.jobs
-        if self._task_attr(reclaimer) is None:
+        if self.task_figures(reclaimer) is None:
             return []
         wanted = _dimensions(reclaimer.resreq)
         holding: dict[str, Resource] = {}
         victims = []
         for task in candidates:
             job = jobs.get(task.job_id)
-            attr = self._attr_of(job.queue) if job is not None else None
+            attr = self.figures_of(job.queue) if job is not None else None
             if attr is None:
                 continue
             uses = _dimensions(task.resreq)

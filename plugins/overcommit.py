@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
-from vscheduler.model import ALLOCATED_STATUSES, Job
+from vscheduler.model import Job
 from vscheduler.plugin import Argument, Plugin
-from vscheduler.quota import inqueue_resource, quota_exceeded, without_gated
+from vscheduler.quota import owed_minimum, quota_exceeded, without_gated
 from vscheduler.resources import Resource
 
 __all__ = ["DEFAULT_FACTOR", "OvercommitPlugin"]
@@ -56,9 +56,8 @@ class OvercommitPlugin(Plugin):
             return Resource()
         if job.phase == "Inqueue":
             return without_gated(job, job.min_resources)
-        if job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available:
-            return without_gated(job, inqueue_resource(job))
-        return Resource()
+        owed = owed_minimum(job)
+        return owed if owed is not None else Resource()
 
     @hookimpl
     def job_enqueueable(self, job: Job) -> Vote:

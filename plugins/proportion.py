@@ -32,22 +32,16 @@ bounded; and a queue deserves its guarantee even when every queue has weight 0.
 
 from __future__ import annotations
 
-from vscheduler import quota
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
-from vscheduler.model import Queue, Task, TaskStatus
+from vscheduler.model import Queue, Task
 from vscheduler.plugin import Plugin
-from vscheduler.quota import (
-    QueueUsage,
-    amount_text,
-    quota_exceeded,
-    resource_text,
-)
+from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, priority_first, room_refusal
+from vscheduler.quota import resource_text
 from vscheduler.resources import CPU, MEMORY, Resource
 
-__all__ = ["ProportionPlugin", "QueueAttr"]
+__all__ = ["ProportionPlugin", "WeightedQueueFigures"]
 
-S = TaskStatus
 # The water-filling ends well before this in practice (each round a queue is satisfied
 # or the cluster is used up); the bound only guards against float noise.
 MAX_ROUNDS = 1000
@@ -77,8 +71,9 @@ def _diff(new: Resource, old: Resource) -> tuple[Resource, Resource]:
 # --------------------------------------------------------------------------- state
 
 
-class QueueAttr(quota.QueueAttr):
-    """What proportion knows of one queue: with its weight, for the water-filling."""
+class WeightedQueueFigures(QueueFigures):
+    """What proportion knows of one queue: its figures with its weight, by which its
+    deserved amount is water-filled."""
 
     __slots__ = ("weight",)
 
@@ -97,13 +92,13 @@ class ProportionPlugin(QueueUsage, Plugin):
     def on_session_open(self, session: Session) -> None:
         self.session = session
         self.total = session.total_resource
-        self.open_queues(session, QueueAttr)
+        self.open_queues(session, WeightedQueueFigures)
         self._divide()
 
 
     def _divide(self) -> None:
         """Water-fill the cluster into the queues' deserved amounts."""
-        attrs = sorted(self.queue_attrs.values(), key=lambda a: a.name)
+        attrs = sorted(self.queue_figures.values(), key=lambda a: a.name)
         remaining = self.total.clone()
         met: set[str] = set()
         for _ in range(MAX_ROUNDS):
@@ -137,9 +132,10 @@ class ProportionPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def queue_order(self, left: Queue, right: Queue) -> int:
-        if left.priority != right.priority:
-            return -1 if left.priority > right.priority else 1
-        la, ra = self._attr_of(left.name), self._attr_of(right.name)
+        first = priority_first(left, right)
+        if first:
+            return first
+        la, ra = self.figures_of(left.name), self.figures_of(right.name)
         if la is None or ra is None or la.share == ra.share:
             return 0
         return -1 if la.share < ra.share else 1
@@ -148,7 +144,7 @@ class ProportionPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def overused(self, queue: Queue) -> str | None:
-        attr = self._attr_of(queue.name)
+        attr = self.figures_of(queue.name)
         if attr is None or not attr.deserved.less_equal(attr.allocated):
             return None
         return (f"queue {queue.name} is overused: allocated {resource_text(attr.allocated)} "
@@ -156,19 +152,13 @@ class ProportionPlugin(QueueUsage, Plugin):
 
     def _room_for(self, queue: Queue, request: Resource) -> str | None:
         """None if `queue` may take `request` more within its deserved amount."""
-        if not queue.is_open():
-            return f"queue {queue.name} is {queue.state}: it takes nothing new"
-        attr = self._attr_of(queue.name)
+        closed = queue.closed_reason()
+        if closed is not None:
+            return closed
+        attr = self.figures_of(queue.name)
         if attr is None:
             return None
-        future = attr.allocated.clone().add(request)
-        failing = quota_exceeded(future, attr.deserved, request)
-        if not failing:
-            return None
-        details = "; ".join(
-            f"insufficient {n} (allocated + request {amount_text(n, future.get(n))} > "
-            f"deserved {amount_text(n, attr.deserved.get(n))})" for n in failing)
-        return f"queue {queue.name}: {details}"
+        return room_refusal(queue.name, attr.allocated, request, attr.deserved, "deserved")
 
     @hookimpl
     def allocatable(self, queue: Queue, task: Task) -> str | None:
@@ -189,7 +179,7 @@ class ProportionPlugin(QueueUsage, Plugin):
         victims = []
         for task in candidates:
             job = jobs.get(task.job_id)
-            attr = self._attr_of(job.queue) if job is not None else None
+            attr = self.figures_of(job.queue) if job is not None else None
             if attr is None:
                 continue
             allocated = holding.get(attr.name)

@@ -15,7 +15,7 @@ from vscheduler.conf import parse_conf
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import PERMIT, Reject
 from vscheduler.model import Task, TaskStatus
-from vscheduler.plugins.capacity import CapacityPlugin, QueueAttr
+from vscheduler.plugins.capacity import CapacityPlugin, WrittenDeservedFigures
 from vscheduler.quota import quota_exceeded
 from vscheduler.resources import Resource
 from vscheduler.simulate import Simulation
@@ -47,8 +47,8 @@ def plugin_of(session: Session) -> CapacityPlugin:
     return session.plugins["capacity"]
 
 
-def attrs_of(session: Session) -> dict[str, QueueAttr]:
-    return plugin_of(session).queue_attrs
+def attrs_of(session: Session) -> dict[str, WrittenDeservedFigures]:
+    return plugin_of(session).queue_figures
 
 
 def bound_in(report: dict, prefix: str) -> int:

@@ -12,7 +12,7 @@ from tests.builders import gang, node, open_session, pod, podgroup, queue, simul
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import PERMIT, Reject
 from vscheduler.model import TaskStatus
-from vscheduler.plugins.proportion import ProportionPlugin, QueueAttr
+from vscheduler.plugins.proportion import ProportionPlugin, WeightedQueueFigures
 from vscheduler.quota import quota_exceeded
 from vscheduler.resources import Resource
 
@@ -35,8 +35,8 @@ def plugin_of(session: Session) -> ProportionPlugin:
     return session.plugins["proportion"]
 
 
-def attrs_of(session: Session) -> dict[str, QueueAttr]:
-    return plugin_of(session).queue_attrs
+def attrs_of(session: Session) -> dict[str, WeightedQueueFigures]:
+    return plugin_of(session).queue_figures
 
 
 def bound_in(report: dict, prefix: str) -> int:
@@ -182,7 +182,7 @@ def test_allocatable_compares_only_requested_dimensions_strictly():
     task = next(t for t in session.jobs["default/a"].tasks.values())
     assert plugin.allocatable(q1, task) is None
     assert plugin.preemptive(q1, task) is None
-    attr = plugin.queue_attrs["q1"]
+    attr = plugin.queue_figures["q1"]
     attr.allocated = Resource(3000, 0)  # 3 cpu held of 4 deserved: 2 more do not fit
     reason = plugin.allocatable(q1, task)
     assert reason == ("queue q1: insufficient cpu (allocated + request 5 > deserved 4)")
@@ -237,7 +237,7 @@ def test_queue_order_priority_first_then_lower_share():
                pod("m", queue="lo2")]
     session = open_with(objects)
     plugin, queues = plugin_of(session), session.queues
-    attrs = plugin.queue_attrs
+    attrs = plugin.queue_figures
     assert attrs["hi"].share > attrs["lo1"].share > attrs["lo2"].share
     # priority beats share
     assert plugin.queue_order(queues["hi"], queues["lo2"]) == -1
@@ -308,7 +308,7 @@ def test_elastic_part_of_running_jobs_does_not_block_admission():
                pod("huge-0", cpu="4", group="huge")]
     session = open_with(objects)
     plugin = plugin_of(session)
-    attr = plugin.queue_attrs["q1"]
+    attr = plugin.queue_figures["q1"]
     assert attr.elastic.cpu == pytest.approx(2000)
     assert plugin.job_enqueueable(session.jobs["default/new"]) == PERMIT
     vote = plugin.job_enqueueable(session.jobs["default/huge"])
