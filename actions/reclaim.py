@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from vscheduler.framework.eviction import (
     GANG_SAFE,
-    evict_and_pipeline,
-    plan_on_node,
-    whole_job_of,
+    Scope,
+    VictimPolicy,
+    evict_for,
+    never_preempts,
 )
+from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
-from vscheduler.framework.statement import Statement
-from vscheduler.model import Job, Queue, Task, TaskStatus
+from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.plugin import Action, Argument
-
-S = TaskStatus
 
 
 class Reclaim(Action):
@@ -36,6 +35,11 @@ class Reclaim(Action):
     )
 
     def execute(self, session: Session) -> None:
+        # Running preemptable pods of other, reclaimable queues, as plugins offer them;
+        # nodes in node order; the reclaimer must pass every predicate once they are gone.
+        policy = VictimPolicy("reclaim", TaskStatus.RUNNING, Scope.OTHER_QUEUES,
+                              offered_by="reclaimable",
+                              gang_safe=self.args.get("gangSafeEviction", True))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         starving: dict[str, PriorityQueue[Job]] = {}
         seen: set[str] = set()
@@ -55,17 +59,18 @@ class Reclaim(Action):
             if overused or not jobs:
                 continue
             job = jobs.pop()
-            self._reclaim_for_job(session, queue, job)
+            self._reclaim_for_job(session, policy, queue, job)
             if jobs:
                 queues.push(queue)
 
-    def _reclaim_for_job(self, session: Session, queue: Queue, job: Job) -> None:
+    @staticmethod
+    def _reclaim_for_job(session: Session, policy: VictimPolicy, queue: Queue,
+                         job: Job) -> None:
         statement = session.statement()
-        tasks = PriorityQueue(session.task_less, [
-            t for t in job.tasks_in(S.PENDING) if not t.scheduling_gated])
+        tasks = PriorityQueue(session.task_less, placeable_tasks(job))
         while tasks and session.job_starving(job):
             task = tasks.pop()
-            if task.pod.preemption_policy == "Never":
+            if never_preempts(task):
                 continue
             refused = session.preemptive(queue, task)
             if refused:
@@ -73,42 +78,10 @@ class Reclaim(Action):
                 continue
             if session.pre_predicate(task) is not None:
                 continue
-            if not self._reclaim_for_task(session, statement, job, task):
+            if not evict_for(session, statement, policy, task):
                 session.explain_task(task, "reclaim: no node where evicting reclaimable "
                                            "pods of other queues makes room")
         if session.job_pipelined(job):
             statement.commit()
         else:
             statement.discard()
-
-    def _reclaim_for_task(self, session: Session, statement: Statement, job: Job,
-                          task: Task) -> bool:
-        jobs, queues = session.jobs, session.queues
-        gang_safe = self.args.get("gangSafeEviction", True)
-        unresolvable = job.fit_errors.get(task.uid)
-        skip = unresolvable.unresolvable_nodes() if unresolvable is not None else set()
-
-        def eligible(victim: Task) -> bool:
-            other = jobs.get(victim.job_id)
-            return (victim.status == S.RUNNING and victim.preemptable and other is not None
-                    and other.queue != job.queue and queues[other.queue].reclaimable)
-
-        def whole_job(victim_job: Job) -> list[Task] | None:
-            return whole_job_of(victim_job, eligible, lambda placed: session.reclaimable(
-                task, placed))
-
-        for node in session.node_list:
-            if node.name in skip:
-                continue
-            unfit = session.predicate(task, node)
-            if unfit is not None and not unfit.resolvable:
-                continue
-            plan = plan_on_node(session, task, node, eligible, session.reclaimable, gang_safe,
-                                whole_job)
-            if plan is None:
-                continue
-            if evict_and_pipeline(session, statement, task, node, plan, "reclaim",
-                                  check=lambda node=node: session.predicate(task, node)
-                                  is None):
-                return True
-        return False

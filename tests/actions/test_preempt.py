@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from tests.builders import node, pod, podgroup, priority_class, queue, simulate
+from typing import ClassVar
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.builders import conf, load_cache, node, pod, podgroup, priority_class, queue, simulate
+from vscheduler.conf import PluginOption, SchedulerConf
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import hookimpl
+from vscheduler.model import Node, Task
 
 # Without enqueue, allocate admits every job: with it, proportion would keep a job
 # Pending while its queue is full (Volcano's admission), and preempt acts only for
@@ -97,3 +106,60 @@ def test_full_queue_admits_nothing_to_preempt_for():
     assert report["evictions"] == []
     assert "queue resource quota insufficient: insufficient cpu" in \
         report["pending"]["default/urgent"]
+
+
+# --------------------------------------------------------------------------- node scores
+
+NAN = float("nan")
+
+
+class _Scores:
+    """A plugin scoring nodes from a table; NaN for some, as a buggy plugin might."""
+
+    name = "scores"
+    arguments = ()
+    table: ClassVar[dict[str, float]] = {}
+
+    def __init__(self, args: dict) -> None:
+        self.args = args
+
+    @hookimpl
+    def node_order(self, task: Task, node: Node) -> float:
+        return self.table.get(node.name, 0.0)
+
+
+def _preempt_with_scores(scores: list[float]) -> list[str]:
+    """Nodes n0, n1, ... each full with a low-priority pod, scored as `scores`; a
+    high-priority pod preempts. The nodes of its victims."""
+    names = [f"n{i}" for i in range(len(scores))]
+    objects = [*CLASSES, *(node(name, cpu="1") for name in names),
+               *(running(f"low-{name}", name, priority_class="low") for name in names),
+               pod("urgent", cpu="1", priority_class="high")]
+    plugin = type("Scores", (_Scores,), {"table": dict(zip(names, scores, strict=True))})
+    base = conf("""
+actions: "allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+""")
+    scheduler_conf = SchedulerConf(
+        actions=base.actions,
+        tiers=[*base.tiers, [PluginOption("scores", plugin, {}, {})]],
+        source="test", warnings=[])
+    session = Session(load_cache(objects).snapshot(), scheduler_conf)
+    result = session.run()
+    return [eviction.node for eviction in result.evictions]
+
+
+def test_a_plugins_nan_score_counts_as_zero_in_preempts_node_order():
+    # Best finite score first; NaN neither wins nor stops the sort (it used to leave
+    # the nodes in an undefined order: here n0 was tried first).
+    assert _preempt_with_scores([1.0, NAN, 5.0, NAN, 3.0]) == ["n2"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([NAN, float("inf"), -1.0, 0.0, 2.0, 7.0]),
+                min_size=1, max_size=6))
+def test_preempt_tries_nodes_best_scored_first_whatever_the_nans(scores: list[float]):
+    finite = [s if s - s == 0.0 else 0.0 for s in scores]
+    best = max(range(len(finite)), key=finite.__getitem__)  # ties: the first listed
+    assert _preempt_with_scores(scores) == [f"n{best}"]

@@ -1,8 +1,12 @@
-"""Choosing victims on a node: the order they go in, and keeping gangs whole.
+"""Eviction as an API: an action declares its victim policy; this module does the rest.
 
-Shared by reclaim and preempt. Plugins say *who may* be evicted (`reclaimable`,
-`preemptable`); this module decides *who is*, in Volcano's victim order, taking victims
-until the preemptor fits.
+Reclaim and preempt differ only in what their `VictimPolicy` says: which placed tasks
+may be victims, which plugin hook offers them (`reclaimable`, `preemptable`), whether
+gangs are kept whole, and what must hold once the victims are gone. From a policy,
+`evict_for` derives the candidate nodes (placement's, in node order or best scored
+first), the victims on each node in Volcano's victim order, whole-job victims, the plan,
+and the step that evicts and pipelines. Plugins say *who may* be evicted; this module
+decides *who is*, taking victims until the preemptor fits.
 
 Gang safety (on by default; the actions' `gangSafeEviction: false` turns it off):
 evicting a pod of a gang that would leave the gang with fewer running tasks than its
@@ -17,9 +21,12 @@ gang's eviction are spared.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 from functools import cmp_to_key
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from vscheduler.framework.placement import best_first, eviction_candidates
 from vscheduler.model import Job, Node, Task, TaskStatus
 from vscheduler.plugin import Argument
 from vscheduler.resources import Resource
@@ -28,14 +35,105 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
-__all__ = ["GANG_SAFE", "could_fit", "evict_and_pipeline", "plan_evictions", "plan_on_node",
-           "victim_order", "whole_job_of"]
+__all__ = ["GANG_SAFE", "Scope", "VictimPolicy", "evict_for", "never_preempts", "plan",
+           "victim_order"]
 
 # The argument of reclaim and preempt that turns gang-safe eviction off.
 GANG_SAFE = Argument("gangSafeEviction", bool, True,
                      "evict a gang whole or not at all, never below its minMember")
 
 S = TaskStatus
+
+
+class Scope(Enum):
+    """Whose tasks a preemptor may evict."""
+
+    OTHER_QUEUES = "tasks of other queues that are reclaimable"
+    OWN_QUEUE = "tasks of other jobs of the preemptor's queue"
+    OWN_JOB = "tasks of the preemptor's own job"
+
+
+@dataclass(frozen=True, slots=True)
+class VictimPolicy:
+    """What an evicting action decides; `evict_for` derives the rest from it.
+
+    A victim is a task in one of `statuses`, preemptable (its pod allows it), within
+    `scope`, and, with `best_effort_spares_requests`, not a task with requests when the
+    preemptor is best-effort. Plugins then offer victims through the `offered_by` hook.
+    `gang_safe`: a gang goes whole or not at all. Once the victims are gone the
+    preemptor must pass every predicate on the node, and with `queue_must_fit` its
+    queue's `allocatable` too. `best_node_first`: nodes are tried best scored first,
+    else in node order. `action` names the evictions ("reclaim", "preempt")."""
+
+    action: str
+    statuses: TaskStatus
+    scope: Scope
+    offered_by: Literal["reclaimable", "preemptable"]
+    gang_safe: bool = True
+    best_effort_spares_requests: bool = False
+    queue_must_fit: bool = False
+    best_node_first: bool = False
+
+    def __post_init__(self) -> None:
+        if self.offered_by not in ("reclaimable", "preemptable"):
+            raise ValueError(f"victims are offered by 'reclaimable' or 'preemptable', "
+                             f"not {self.offered_by!r}")
+
+
+def never_preempts(task: Task) -> bool:
+    """A pod whose preemptionPolicy is Never waits for room; it evicts nobody."""
+    return task.pod.preemption_policy == "Never"
+
+
+def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
+              preemptor: Task) -> bool:
+    """Evict victims under `policy` on the first candidate node where that makes room
+    for `preemptor`, and pipeline it there, merged into `statement`. False if no node
+    works; then nothing has changed."""
+    nodes = eviction_candidates(session, preemptor)
+    if policy.best_node_first:
+        nodes = iter(best_first(session, preemptor, list(nodes)))
+    eligible = _eligible(session, policy, preemptor)
+    for node in nodes:
+        victims = _plan_on_node(session, policy, preemptor, node, eligible)
+        if victims is not None and _evict_and_pipeline(session, statement, policy,
+                                                       preemptor, node, victims):
+            return True
+    return False
+
+
+def plan(session: Session, policy: VictimPolicy, preemptor: Task,
+         node: Node) -> list[Task] | None:
+    """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
+    changed), or None if no choice of victims there makes it fit."""
+    return _plan_on_node(session, policy, preemptor, node,
+                         _eligible(session, policy, preemptor))
+
+
+def _eligible(session: Session, policy: VictimPolicy,
+              preemptor: Task) -> Callable[[Task], bool]:
+    """The policy's victim rule for `preemptor`, as one test per task."""
+    jobs, queues = session.jobs, session.queues
+    statuses, scope = policy.statuses, policy.scope
+    own_job = preemptor.job_id
+    own_queue = jobs[own_job].queue
+    spare_requests = policy.best_effort_spares_requests and preemptor.best_effort
+
+    def eligible(victim: Task) -> bool:
+        if not (victim.status & statuses and victim.preemptable):
+            return False
+        if spare_requests and not victim.best_effort:
+            return False
+        if scope is Scope.OWN_JOB:
+            return victim.job_id == own_job
+        job = jobs.get(victim.job_id)
+        if job is None:
+            return False
+        if scope is Scope.OWN_QUEUE:
+            return job.queue == own_queue and victim.job_id != own_job
+        return job.queue != own_queue and queues[job.queue].reclaimable
+
+    return eligible
 
 
 def victim_order(session: Session, victims: list[Task], preemptor: Task) -> list[Task]:
@@ -77,7 +175,7 @@ def _weight(amount: Resource, total: Resource) -> float:
     return weight
 
 
-def plan_evictions(
+def _take_victims(
     session: Session,
     preemptor: Task,
     node: Node,
@@ -158,7 +256,7 @@ def plan_evictions(
     return chosen + gang_tasks
 
 
-def could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
+def _could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
     """Whether evicting every victim would make room at all (else skip the node)."""
     available = node.future_idle()
     for victim in victims:
@@ -166,8 +264,8 @@ def could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
     return task.resreq.first_insufficient(available) is None
 
 
-def whole_job_of(job: Job, eligible: Callable[[Task], bool],
-                 approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
+def _whole_job(job: Job, eligible: Callable[[Task], bool],
+               approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
     """Every placed task of `job`, if each is `eligible` and plugins `approve` them all
     as victims (asked in a fixed order); else None: evicting only some would leave the
     gang broken."""
@@ -180,38 +278,44 @@ def whole_job_of(job: Job, eligible: Callable[[Task], bool],
     return placed
 
 
-def evict_and_pipeline(session: Session, statement: Statement, task: Task, node: Node,
-                       plan: list[Task], action: str,
-                       check: Callable[[], bool] | None = None) -> bool:
-    """Evict `plan` for `task` and pipeline `task` onto `node`, as one step merged into
-    `statement`. `check`, if given, is asked once the victims are evicted (the task
-    still pending): False gives the node up. Nothing of a failed step remains."""
-    step = session.statement()
-    for victim in plan:
-        step.evict(victim, action, task)
-    if (check is not None and not check()) or step.pipeline(
-            task, node, eviction_occurred=bool(plan)) is not None:
-        step.discard()
-        return False
-    statement.merge(step)
-    return True
-
-
-def plan_on_node(session: Session, task: Task, node: Node, eligible: Callable[[Task], bool],
-                 offer: Callable[[Task, list[Task]], list[Task]], gang_safe: bool,
-                 whole_job: Callable[[Job], list[Task] | None]) -> list[Task] | None:
-    """What to evict on `node` for `task`, or None: the node's `eligible` tasks, in
-    eviction order, as plugins `offer` them (reclaimable or preemptable), planned by
-    `plan_evictions`."""
+def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
+                  eligible: Callable[[Task], bool]) -> list[Task] | None:
+    """What to evict on `node` for `preemptor`, or None: the node's `eligible` tasks, in
+    eviction order, as plugins offer them, taken by `_take_victims`."""
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates:
         return None
+    offer = session.reclaimable if policy.offered_by == "reclaimable" \
+        else session.preemptable
     # Plugins see candidates in eviction order: their running sums depend on it.
-    candidates = victim_order(session, candidates, task)
-    victims = offer(task, candidates)
-    if not victims or not could_fit(task, node, victims):
+    candidates = victim_order(session, candidates, preemptor)
+    victims = offer(preemptor, candidates)
+    if not victims or not _could_fit(preemptor, node, victims):
         return None
     # Plugins keep the candidates' order, or are put back in it.
     position = {t.key: i for i, t in enumerate(candidates)}
     victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
-    return plan_evictions(session, task, node, victims, gang_safe, whole_job)
+    return _take_victims(session, preemptor, node, victims, policy.gang_safe,
+                         lambda job: _whole_job(job, eligible,
+                                                lambda placed: offer(preemptor, placed)))
+
+
+def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPolicy,
+                        preemptor: Task, node: Node, victims: list[Task]) -> bool:
+    """Evict `victims` and pipeline `preemptor` onto `node`, as one step merged into
+    `statement`, if with the victims gone the preemptor's queue has room (when the policy
+    asks) and every predicate passes; else nothing of the step remains."""
+    step = session.statement()
+    for victim in victims:
+        step.evict(victim, policy.action, preemptor)
+    if policy.queue_must_fit:
+        queue = session.queues[session.jobs[preemptor.job_id].queue]
+        passes = session.allocatable(queue, preemptor) is None
+    else:
+        passes = True
+    if not passes or session.predicate(preemptor, node) is not None or step.pipeline(
+            preemptor, node, eviction_occurred=bool(victims)) is not None:
+        step.discard()
+        return False
+    statement.merge(step)
+    return True

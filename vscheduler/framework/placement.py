@@ -1,20 +1,33 @@
-"""Finding nodes for a task: the steps allocate, backfill, reclaim and preempt share."""
+"""Finding nodes for a task: the steps allocate, backfill, reclaim and preempt share.
+
+One home each for: which pending tasks may be placed (`placeable_tasks`), how many nodes
+a search looks at and where it starts (`NodeSampling`, `SamplingWindow`), the nodes
+worth evicting on (`eviction_candidates`) and what a node scores for a task
+(`node_scores`, with its guard against a plugin's NaN).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from vscheduler.fit import NodeFitErrors, Unfit
-from vscheduler.model import Node, Task
+from vscheduler.model import Job, Node, Task, TaskStatus
 from vscheduler.resources import PODS, Resource
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["OFF", "NodeSampling", "insufficient", "insufficient_reason", "predicate_nodes",
-           "select_best_node"]
+__all__ = ["OFF", "NodeSampling", "SamplingWindow", "best_first", "eviction_candidates",
+           "insufficient", "insufficient_reason", "node_scores", "placeable_tasks",
+           "predicate_nodes", "select_best_node"]
+
+
+def placeable_tasks(job: Job) -> list[Task]:
+    """The job's pending tasks that may be placed now: a pod with scheduling gates waits
+    until whoever set them removes them (Kubernetes' rule), whatever the action."""
+    return [t for t in job.tasks_in(TaskStatus.PENDING) if not t.scheduling_gated]
 
 
 def insufficient_reason(name: str) -> str:
@@ -45,6 +58,26 @@ class NodeSampling:
 
 
 OFF = NodeSampling(percentage=100)
+
+
+class SamplingWindow:
+    """One sampled search over `count` nodes: it starts at the session's rotating offset
+    and ends once `wanted` nodes are feasible; `end` moves the offset past the nodes it
+    tried, so the next search starts where this one stopped."""
+
+    __slots__ = ("count", "session", "start", "wanted")
+
+    def __init__(self, session: Session, count: int) -> None:
+        self.session = session
+        self.count = count
+        self.wanted = session.node_sampling.nodes_to_find(count)
+        self.start = session.node_offset % count if self.wanted < count else 0
+
+    def end(self, tried: int) -> None:
+        if self.wanted < self.count:
+            self.session.node_offset = (self.start + tried) % self.count
+
+
 _INSUFFICIENT: dict[str, Unfit] = {}
 
 
@@ -74,8 +107,8 @@ def predicate_nodes(
     predicate = session.predicate
     req = task.resreq
     count = len(nodes)
-    wanted = session.node_sampling.nodes_to_find(count) if sample else count
-    start = session.node_offset % count if sample and wanted < count else 0
+    window = SamplingWindow(session, count) if sample else None
+    wanted, start = (window.wanted, window.start) if window is not None else (count, 0)
     tried = 0
     for tried in range(1, count + 1):
         node = nodes[(start + tried - 1) % count] if start else nodes[tried - 1]
@@ -101,9 +134,29 @@ def predicate_nodes(
         feasible.append(node)
         if len(feasible) >= wanted:
             break
-    if sample and wanted < count:
-        session.node_offset = (start + tried) % count
+    if window is not None:
+        window.end(tried)
     return feasible, errors
+
+
+def node_scores(session: Session, task: Task, nodes: list[Node],
+                with_batch: bool = True) -> list[float]:
+    """What each of `nodes` scores for `task`: the plugins' `node_order` summed, plus
+    their `batch_node_order` unless `with_batch` is off. A NaN or infinite score counts
+    as 0: it would leave the nodes' order undefined (NaN compares false with every
+    number), and decisions must not depend on where it falls."""
+    if not session.has_node_order:
+        return [0.0] * len(nodes)
+    node_order = session.node_order
+    batch = session.batch_node_order(task, nodes) \
+        if with_batch and session.has_batch_node_order else None
+    scores = []
+    for node in nodes:
+        score = node_order(task, node)
+        if batch:
+            score += batch.get(node.name, 0.0)
+        scores.append(score if math.isfinite(score) else 0.0)
+    return scores
 
 
 def select_best_node(session: Session, task: Task, nodes: list[Node]) -> Node:
@@ -111,14 +164,28 @@ def select_best_node(session: Session, task: Task, nodes: list[Node]) -> Node:
     Volcano picks at random)."""
     if len(nodes) == 1 or not session.has_node_order:
         return nodes[0]
-    node_order = session.node_order
-    batch = session.batch_node_order(task, nodes) if session.has_batch_node_order else {}
-    best = nodes[0]
-    best_score = float("-inf")
-    for node in nodes:
-        score = node_order(task, node) + batch.get(node.name, 0.0)
-        if not math.isfinite(score):
-            score = 0.0  # a plugin's NaN or infinity would break the order
-        if score > best_score:
-            best, best_score = node, score
-    return best
+    scores = node_scores(session, task, nodes)
+    return nodes[max(range(len(nodes)), key=scores.__getitem__)]  # max keeps the first
+
+
+def best_first(session: Session, task: Task, nodes: list[Node]) -> list[Node]:
+    """`nodes` best scored first; ties keep their order."""
+    if len(nodes) < 2 or not session.has_node_order:
+        return nodes
+    scores = node_scores(session, task, nodes)
+    return [nodes[i] for i in sorted(range(len(nodes)), key=lambda i: -scores[i])]
+
+
+def eviction_candidates(session: Session, task: Task) -> Iterator[Node]:
+    """The nodes where evicting could make room for `task`, in node order: those that
+    pass every predicate or fail only for what evictions free (resolvable), leaving out
+    those its last search found unresolvable."""
+    errors = session.jobs[task.job_id].fit_errors.get(task.uid)
+    skip = errors.unresolvable_nodes() if errors is not None else ()
+    predicate = session.predicate
+    for node in session.node_list:
+        if node.name in skip:
+            continue
+        unfit = predicate(task, node)
+        if unfit is None or unfit.resolvable:
+            yield node

@@ -19,14 +19,13 @@ change with them); such tasks are searched afresh each time.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
 from vscheduler.fit import NodeFitErrors
-from vscheduler.framework.placement import insufficient
+from vscheduler.framework.placement import SamplingWindow, insufficient, node_scores
 from vscheduler.model import Node, Task
 from vscheduler.resources import Resource
 
@@ -100,21 +99,22 @@ class NodeSearch:
         session = self.session
         nodes = session.node_list
         count = len(nodes)
-        wanted = session.node_sampling.nodes_to_find(count)
-        start = session.node_offset % count if wanted < count else 0
+        window = SamplingWindow(session, count)
+        wanted, start = window.wanted, window.start
         found = len(entry.feasible)
+        feasible: list[Node] = []
         tried = 0
         for tried in range(1, count + 1):
             node = nodes[(start + tried - 1) % count]
             if node.name in entry.sampled:
                 continue
             entry.sampled.add(node.name)
-            if self._evaluate(entry, node):
-                found += 1
-                if found >= wanted:
+            if self._judge(entry, node):
+                feasible.append(node)
+                if found + len(feasible) >= wanted:
                     break
-        if wanted < count:
-            session.node_offset = (start + tried) % count
+        window.end(tried)
+        self._rank(entry, feasible)
         entry.position = len(session.node_changes)
 
     def _check_batch(self, entry: _Entry) -> None:
@@ -139,6 +139,7 @@ class NodeSearch:
         dirty = dict.fromkeys(changes[entry.position:])  # in the order they changed
         entry.position = len(changes)
         nodes = self.session.nodes
+        feasible: list[Node] = []
         for name in dirty:
             if name not in entry.sampled:
                 continue
@@ -146,27 +147,36 @@ class NodeSearch:
             if key is not None:
                 entry.feasible.remove(key)
             entry.errors.nodes.pop(name, None)
-            self._evaluate(entry, nodes[name])
+            node = nodes[name]
+            if self._judge(entry, node):
+                feasible.append(node)
+        self._rank(entry, feasible)
 
-    def _evaluate(self, entry: _Entry, node: Node) -> bool:
-        """Judge `node` for the entry's task; record the verdict. True if feasible."""
-        session = self.session
+    def _judge(self, entry: _Entry, node: Node) -> bool:
+        """Whether `node` can take the entry's task; if not, record why."""
         task = entry.task
         lacking = self.fits_future(node, task.resreq)
         if lacking is not None:
             entry.errors.set(node.name, insufficient(lacking))
             return False
-        unfit = session.predicate(task, node)
+        unfit = self.session.predicate(task, node)
         if unfit is not None:
             entry.errors.set(node.name, unfit)
             return False
-        gradient = 0 if self.fits_now(node, task.resreq) is None else 1
-        score = session.node_order(task, node) if session.has_node_order else 0.0
-        if not math.isfinite(score):
-            score = 0.0  # a plugin's NaN or infinity would break the order
-        key = (gradient, -score, self.index[node.name])
-        entry.key_of[node.name] = key
-        entry.feasible.add(key)
-        if node.name not in entry.judged:
-            entry.unjudged = True
         return True
+
+    def _rank(self, entry: _Entry, feasible: list[Node]) -> None:
+        """Add feasible nodes to the entry in their place: scored together, without
+        batch scores (see `_check_batch`)."""
+        if not feasible:
+            return
+        task = entry.task
+        fits_now, index, key_of = self.fits_now, self.index, entry.key_of
+        scores = node_scores(self.session, task, feasible, with_batch=False)
+        for node, score in zip(feasible, scores, strict=True):
+            gradient = 0 if fits_now(node, task.resreq) is None else 1
+            key = (gradient, -score, index[node.name])
+            key_of[node.name] = key
+            entry.feasible.add(key)
+            if node.name not in entry.judged:
+                entry.unjudged = True
