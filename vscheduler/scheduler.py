@@ -109,7 +109,8 @@ class Scheduler:
             cache.set_releasing(eviction.task)
             self.evictor.evict(cache.tasks[eviction.task], eviction)
         for uid, job in session.jobs.items():
-            if cache.set_podgroup_status(uid, job.phase, job.conditions) and not job.bare:
+            changed = cache.set_podgroup_status(uid, job.phase, job.conditions)
+            if changed and not (job.bare or job.held_only):  # (else no PodGroup to write)
                 self.status.podgroup(job)
         for name, allocated in result.queues.items():
             # (A default queue that exists only in memory has no status to write.)

@@ -315,7 +315,10 @@ def test_running_pods_of_a_deleted_podgroup_still_count_against_their_queue(reus
     assert held.held_only and set(held.tasks) == {"default/run-0"}
     assert "default/run-1" in snapshot.skipped
     simulation.cache.snapshot(reuse=reuse)  # the next session sees the same
+    written: list[str] = []
+    simulation.scheduler.status.podgroup = lambda job: written.append(job.uid)
     report = simulation.run(1).as_dict()
+    assert written == []  # no PodGroup object to write
     assert "default/solo" not in report["binds"]
     assert "default/run" not in report["podGroups"]
     assert report["pending"]["default/run-1"] == [

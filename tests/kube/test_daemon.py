@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -380,3 +381,30 @@ def test_coscheduling_podgroups_are_watched_where_their_crd_is_served(tmp_path):
         daemon, stop = _start(plain, tmp_path)
         stop()
         assert not [r for r in daemon.reflectors if "x-k8s" in r.path]
+
+
+def test_repeating_events_stay_counted_however_many_pods_wait(server: FakeApiServer,
+                                                               monkeypatch):
+    """Every pending pod's FailedScheduling repeats each session. More of them than any
+    fixed number of remembered events must still be counted, not written anew each time;
+    one not repeated for EVENT_FORGET_SECONDS is forgotten and written again."""
+    from vscheduler.framework.session import Event
+    from vscheduler.kube import writers
+    from vscheduler.kube.writers import KubeWriter, RateLimiter
+
+    api = client.ApiClient(client.Configuration(host=server.url))
+    writer = KubeWriter(api, RateLimiter(1e6, 10**6), scheduler_name="vscheduler")
+    events = [Event(f"Pod/default/p{i}", "Warning", "FailedScheduling", "no room")
+              for i in range(4200)]
+    try:
+        for session in range(2):
+            for event in events:
+                writer.emit(event)
+            assert len(server.requests("POST", r"/events$")) == len(events), session
+        monkeypatch.setattr(writers, "EVENT_FORGET_SECONDS", 0.05)
+        time.sleep(0.1)
+        writer.emit(events[0])
+        assert len(server.requests("POST", r"/events$")) == len(events) + 1
+    finally:
+        writer.close()
+        api.close()

@@ -48,7 +48,11 @@ __all__ = ["Failure", "KubeWriter", "RateLimiter"]
 log = logging.getLogger(__name__)
 S = TaskStatus
 EVENT_REFRESH_SECONDS = 60.0
-EVENT_CACHE_SIZE = 4096  # events remembered for counting repeats (client-go's LRU size)
+# An event not repeated for this long is forgotten: a later repeat writes a new Event
+# (client-go's correlator forgets similar events after ten minutes too). Forgetting by
+# age, not by count, keeps every pending pod's repeating event counted however many pods
+# wait; a cap by count turned each session's repeats into new Events past the cap.
+EVENT_FORGET_SECONDS = 600.0
 VOLCANO = "scheduling.volcano.sh/v1beta1"
 # Kinds of the objects events are about: (apiVersion, namespaced)
 _EVENT_KINDS = {"Pod": ("v1", True), "PodGroup": (VOLCANO, True), "Queue": (VOLCANO, False),
@@ -133,7 +137,8 @@ class KubeWriter:
         self.failures: queue.Queue[Failure] = queue.Queue()
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="writer")
         self._conditions: dict[str, str] = {}  # pod key -> message last written
-        # (event key, object uid) -> [(namespace, name) once written, count, last written]
+        # (event key, object uid) -> [(namespace, name) once written, count, last written,
+        # last seen], least recently seen first
         self._events: OrderedDict[tuple, list[Any]] = OrderedDict()
         self._events_lock = threading.Lock()
 
@@ -289,25 +294,21 @@ class KubeWriter:
         """Write `event`, or count it on the one already written. `obj`, when given, is
         the object as the API server sent it (one the cache could not take)."""
         key: tuple = event.key()
+        now = time.monotonic()
         if self.dry_run:
-            if key not in self._events:  # once, as the real writer creates it once
-                self._events[key] = [None, 1, 0.0]
+            with self._events_lock:
+                seen = self._seen(key, now)
+            if seen is None:  # once, as the real writer creates it once
                 log.info("Dry run: would record event", extra=fields(
                     object=event.object, type=event.type, reason=event.reason,
                     message=event.message))
             return
         namespace, involved = self._involved(event, obj)
         key = (key, involved.get("uid", ""))
-        now = time.monotonic()
         where, count = None, 0
         with self._events_lock:  # binder workers emit too
-            seen = self._events.get(key)
-            if seen is None:
-                self._events[key] = [None, 1, now]
-                if len(self._events) > EVENT_CACHE_SIZE:
-                    self._events.popitem(last=False)
-            else:
-                self._events.move_to_end(key)
+            seen = self._seen(key, now)
+            if seen is not None:
                 seen[1] += 1
                 if seen[0] is not None and now - seen[2] >= self.event_refresh:
                     seen[2] = now
@@ -318,6 +319,24 @@ class KubeWriter:
             self._patch(f"/api/v1/namespaces/{where[0]}/events/{where[1]}",
                         {"count": count, "lastTimestamp": _now()[:19] + "Z"},
                         "application/strategic-merge-patch+json")
+
+    def _seen(self, key: tuple, now: float) -> list[Any] | None:
+        """The record of `key` if it was seen within EVENT_FORGET_SECONDS (marked seen
+        now), else None after recording it anew; records not seen for that long go.
+        Called with the lock held."""
+        events = self._events
+        while events:
+            oldest = next(iter(events.values()))
+            if now - oldest[3] < EVENT_FORGET_SECONDS:
+                break
+            events.popitem(last=False)
+        seen = events.get(key)
+        if seen is None:
+            events[key] = [None, 1, now, now]
+            return None
+        seen[3] = now
+        events.move_to_end(key)
+        return seen
 
     def _involved(self, event: Event, obj: dict | None) -> tuple[str, dict[str, str]]:
         """The Event's namespace and its involvedObject, as client-go refers to an
