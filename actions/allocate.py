@@ -16,7 +16,7 @@ and commits the gang before knowing whether backfill will find them a node).
 from __future__ import annotations
 
 from vscheduler.fit import NodeFitErrors, Unfit
-from vscheduler.framework.placement import predicate_nodes, select_best_node
+from vscheduler.framework.placement import placeable_tasks, predicate_nodes, select_best_node
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.search import NodeSearch
 from vscheduler.framework.session import Session
@@ -53,17 +53,13 @@ class Allocate(Action):
                 session.explain_job(job, invalid[1])
                 continue
             queue = session.queues[job.queue]
-            if not queue.is_open():
-                session.explain_job(job, f"queue {queue.name} is {queue.state}: it takes "
-                                         "no new allocations")
+            closed = queue.closed_reason()
+            if closed:
+                session.explain_job(job, closed)
                 continue
-            tasks = []
-            for task in job.tasks_in(S.PENDING):
-                if task.scheduling_gated:
-                    session.explain_task(task, "Pod has scheduling gates: "
-                                               + ", ".join(task.pod.scheduling_gates))
-                else:
-                    tasks.append(task)
+            tasks = placeable_tasks(job)
+            if len(tasks) < job.count(S.PENDING):
+                _explain_gates(session, job)
             if not tasks:
                 continue
             tasks_of[job.uid] = PriorityQueue(session.task_less, tasks)
@@ -158,6 +154,14 @@ def _best_node(session: Session, task: Task, feasible: list[Node]) -> Node:
     """Nodes with the task's resources idle now come before those where it must wait."""
     idle_now = [n for n in feasible if n.insufficient_now(task.resreq) is None]
     return select_best_node(session, task, idle_now or feasible)
+
+
+def _explain_gates(session: Session, job: Job) -> None:
+    """Why the job's gated pods wait: for whoever set the gates to remove them."""
+    for task in job.tasks_in(S.PENDING):
+        if task.scheduling_gated:
+            session.explain_task(task, "Pod has scheduling gates: "
+                                       + ", ".join(task.pod.scheduling_gates))
 
 
 def _place(statement: Statement, task: Task, node: Node) -> str | None:

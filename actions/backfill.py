@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cmp_to_key
 
 from vscheduler.fit import NodeFitErrors
-from vscheduler.framework.placement import predicate_nodes, select_best_node
+from vscheduler.framework.placement import placeable_tasks, predicate_nodes, select_best_node
 from vscheduler.framework.session import Session
 from vscheduler.model import Job, Node, TaskStatus
 from vscheduler.plugin import Action, Argument
@@ -30,8 +30,7 @@ class Backfill(Action):
         jobs = [job for job in session.jobs.values()
                 if job.count(S.PENDING) and not job.is_pending()
                 and queues[job.queue].is_open() and not job.count(S.ALLOCATED)
-                and any(t.best_effort and not t.scheduling_gated
-                        for t in job.tasks_in(S.PENDING))
+                and any(t.best_effort for t in placeable_tasks(job))
                 and session.job_valid(job) is None]
 
         def order(left: Job, right: Job) -> int:
@@ -45,8 +44,7 @@ class Backfill(Action):
     @staticmethod
     def _backfill_job(session: Session, job: Job) -> None:
         statement = session.statement()
-        tasks = sorted((t for t in job.tasks_in(S.PENDING)
-                        if t.best_effort and not t.scheduling_gated),
+        tasks = sorted((t for t in placeable_tasks(job) if t.best_effort),
                        key=cmp_to_key(session.task_compare))
         for task in tasks:
             unfit = session.pre_predicate(task)

@@ -37,9 +37,9 @@ class Enqueue(Action):
             if not jobs:
                 continue
             job = jobs.pop()
-            if not queue.is_open():
-                session.explain_job(job, f"queue {queue.name} is {queue.state}: it admits "
-                                         "no new jobs")
+            closed = queue.closed_reason()
+            if closed:
+                session.explain_job(job, closed)
             else:
                 vote = session.job_enqueueable(job)
                 if isinstance(vote, Reject):
