@@ -228,7 +228,7 @@ def test_coscheduling_podgroups_are_opt_in(chart: helm.Chart) -> None:
     role = only(manifests(chart, {"rbac": {"coschedulingPodGroups": True}}), "ClusterRole")
     extra = grants(role) - CLUSTER_GRANTS
     assert extra == {(group, resource, verb)
-                     for group in ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
+                     for group in ("scheduling.x-k8s.io",)
                      for resource, verbs in (("podgroups", ("get", "list", "watch")),
                                              ("podgroups/status", ("update", "patch")))
                      for verb in verbs}

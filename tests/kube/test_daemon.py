@@ -408,3 +408,26 @@ def test_repeating_events_stay_counted_however_many_pods_wait(server: FakeApiSer
     finally:
         writer.close()
         api.close()
+
+
+def test_an_optional_kind_it_may_not_read_is_given_up_not_retried(tmp_path):
+    """scheduler-plugins' PodGroup CRD served, but RBAC not granted (the chart's default,
+    rbac.coschedulingPodGroups false): a 403 on the first list gives that kind up at
+    once; start-up does not wait for it, and the other kinds are scheduled."""
+    from tests.apiserver import CHART_CRDS, coscheduling_podgroup_crd
+
+    with FakeApiServer(bookmark_interval=0.1,
+                       crds=[*CHART_CRDS, coscheduling_podgroup_crd()]) as server:
+        server.fail("GET", r"^/apis/scheduling.x-k8s.io/v1alpha1/podgroups$", 403,
+                    times=1000, message='podgroups.scheduling.x-k8s.io is forbidden')
+        started = time.monotonic()
+        daemon, stop = _start(server, tmp_path)
+        try:
+            assert time.monotonic() - started < 5
+            [optional] = [r for r in daemon.reflectors if r.optional]
+            assert optional.synced.is_set() and optional.lists == 0
+            server.create_all([node("n1", cpu="2"), pod("p", cpu="1")])
+            wait_for(lambda: [b for b in server.bindings() if b.code == 201])
+            assert len(server.requests("GET", r"x-k8s.io/v1alpha1/podgroups$")) == 1
+        finally:
+            stop()

@@ -69,7 +69,8 @@ class Daemon:
         self.incoming: queue.Queue[tuple[str, str, dict]] = queue.Queue()
         self.stop = threading.Event()
         self.reflectors = [Reflector(api, kind, self._receive, self.stop) for kind in KINDS]
-        self.reflectors += [Reflector(api, kind, self._receive, self.stop, resource=resource)
+        self.reflectors += [Reflector(api, kind, self._receive, self.stop, resource=resource,
+                                      optional=True)
                             for kind, resource in OPTIONAL_KINDS
                             if self.discovery.serves(*resource[:3])]
         self._threads: list[threading.Thread] = []

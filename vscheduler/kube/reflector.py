@@ -59,7 +59,8 @@ class Reflector:
     def __init__(self, api: ApiClient, kind: str, sink: Sink, stop: threading.Event, *,
                  watch_timeout: int = 300, backoff: tuple[float, float] = (0.2, 30.0),
                  page_size: int = 500,
-                 resource: tuple[str, str, str, bool] | None = None) -> None:
+                 resource: tuple[str, str, str, bool] | None = None,
+                 optional: bool = False) -> None:
         self.api = api
         self.kind = kind
         # (group, version, plural, namespaced): KINDS[kind] unless another is given
@@ -69,6 +70,9 @@ class Reflector:
         self.watch_timeout = watch_timeout
         self.backoff = backoff
         self.page_size = page_size
+        # An optional kind the scheduler may not read (RBAC grants it only when asked) is
+        # given up at a 403 on its first list, instead of holding start-up and retrying.
+        self.optional = optional
         self.known: set[str] = set()  # keys of the objects handed on and not deleted
         self.resource_version = ""
         self.synced = threading.Event()  # set once the first list went through
@@ -90,6 +94,11 @@ class Reflector:
             except ApiException as err:
                 if err.status == 410:
                     continue
+                if err.status == 403 and self.optional and not self.synced.is_set():
+                    log.warning("Not allowed to list an optional kind: not watched", extra=fields(
+                        kind=self.kind, path=self.path, **error_fields(err)))
+                    self.synced.set()
+                    return
                 log.warning("List or watch failed", extra=fields(
                     kind=self.kind, path=self.path, retry_in=round(delay, 2),
                     **error_fields(err)))
