@@ -178,12 +178,13 @@ def test_a_volcano_deployments_arguments_run_unchanged(monkeypatch, tmp_path, ca
         monkeypatch, tmp_path, capsys, "--logtostderr", "--enable-healthz=true",
         "--leader-elect=true", "--leader-elect-resource-namespace=volcano-system",
         "--kube-api-qps=2000", "--node-worker-threads=20", "--plugins-dir=/plugins",
-        "--enable-pprof=true", "-v=3")
+        "--enable-pprof=true", "-v=3", "2>&1")
     assert code == 2 and err.splitlines()[-1].startswith("vscheduler: no cluster")
     ignored = re.findall(r'"Volcano flag ignored" flag="([^"]+)"', err)
     assert ignored == ["--logtostderr", "--plugins-dir", "--enable-pprof",
                        "--node-worker-threads"]
     assert 'lease="volcano-system/vscheduler"' in err
+    assert '"Argument ignored" argument="2>&1"' in err
 
 
 def test_volcano_flags_that_would_change_decisions_are_refused(capsys):

@@ -185,6 +185,9 @@ def _add_volcano_flags(parser: argparse.ArgumentParser) -> None:
                         help="the same as --lock-object-namespace (default volcano-system)")
     parser.add_argument("--leader-elect-resource-name", dest="lease_name", metavar="NAME",
                         help="name of the Lease (default: the scheduler name)")
+    # Volcano's own chart passes a literal "2>&1"; its flag parser ignores arguments that
+    # are not flags, and so does this one (each is logged as ignored).
+    parser.add_argument("stray", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
     ignored = parser.add_argument_group(
         "Volcano flags accepted and ignored (each given one is logged with why)")
     for flag, (boolean, why) in IGNORED_VOLCANO_FLAGS.items():
@@ -279,6 +282,8 @@ def _run(args: argparse.Namespace) -> int:
     for flag, (_, why) in IGNORED_VOLCANO_FLAGS.items():
         if hasattr(args, _ignored_dest(flag)):
             log.warning("Volcano flag ignored", extra=fields(flag=flag, why=why))
+    for stray in args.stray:
+        log.warning("Argument ignored", extra=fields(argument=stray, why="not a flag"))
     # The lock is named after the scheduler, as Volcano's; the identity is unique per
     # process.
     lease = (args.lock_object_namespace,
