@@ -5,46 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any
 
-import pytest
 from kubernetes import client
 
 from tests.apiserver import FakeApiServer, wait_for
 from tests.builders import gang, node, pod
+from tests.kube.conftest import CONF, start_daemon
 from vscheduler.kube.daemon import Daemon
-
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
-"""
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    with FakeApiServer(bookmark_interval=0.1) as srv:
-        yield srv
-
-
-@pytest.fixture
-def daemon(server: FakeApiServer, tmp_path) -> Iterator[Daemon]:
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
-    api = client.ApiClient(client.Configuration(host=server.url))
-    daemon = Daemon(api, str(conf), period=0.05)
-    for reflector in daemon.reflectors:
-        reflector.watch_timeout = 5
-        reflector.backoff = (0.05, 0.2)
-    assert daemon.start_watches(synced_timeout=5)
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
-    yield daemon
-    daemon.stop.set()
-    thread.join(timeout=10)
-    api.close()
 
 
 def _bound(server: FakeApiServer) -> Counter:
@@ -270,31 +237,9 @@ def test_a_podgroup_timing_out_is_counted_once_even_if_reported_again():
     assert metrics.registry.get_sample_value("podgroup_scheduling_timeout_total") == 2.0
 
 
-def _start(server: FakeApiServer, tmp_path, **writer: object) -> tuple[Daemon, Any]:
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
-    api = client.ApiClient(client.Configuration(host=server.url))
-    daemon = Daemon(api, str(conf), period=0.05)
-    for name, value in writer.items():
-        setattr(daemon.writer, name, value)
-    for reflector in daemon.reflectors:
-        reflector.watch_timeout = 5
-        reflector.backoff = (0.05, 0.2)
-    assert daemon.start_watches(synced_timeout=5)
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
-
-    def stop() -> None:
-        daemon.stop.set()
-        thread.join(timeout=10)
-        api.close()
-
-    return daemon, stop
-
-
 def test_events_name_their_object_as_client_go_does_and_repeats_are_counted(
         server: FakeApiServer, tmp_path):
-    _, stop = _start(server, tmp_path, event_refresh=0.2)
+    _, stop = start_daemon(server, tmp_path, event_refresh=0.2)
     try:
         server.create_all([node("n1", cpu="1"), pod("big", cpu="2")])
         stored = server.get("Pod", "default", "big")
@@ -325,7 +270,7 @@ def test_podgroup_status_goes_through_status_where_the_crd_has_it(tmp_path):
 
     crds = [with_status_subresource(p) if "podgroups" in str(p) else p for p in CHART_CRDS]
     with FakeApiServer(bookmark_interval=0.1, crds=crds) as server:
-        _, stop = _start(server, tmp_path)
+        _, stop = start_daemon(server, tmp_path)
         try:
             server.create_all([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
             wait_for(lambda: (server.get("PodGroup", "default", "train").get("status")
@@ -339,7 +284,7 @@ def test_podgroup_status_goes_through_status_where_the_crd_has_it(tmp_path):
 def test_a_status_subresource_gone_is_found_out_on_its_404(server: FakeApiServer, tmp_path):
     # The daemon believes podgroups/status served (a CRD changed since it asked): the 404
     # sends it to discovery again, and the status goes on the object.
-    daemon, stop = _start(server, tmp_path)
+    daemon, stop = start_daemon(server, tmp_path)
     try:
         key = ("scheduling.volcano.sh", "v1beta1")
         daemon.discovery._served[key] = frozenset({"podgroups", "podgroups/status"})
@@ -358,7 +303,7 @@ def test_coscheduling_podgroups_are_watched_where_their_crd_is_served(tmp_path):
 
     with FakeApiServer(bookmark_interval=0.1,
                        crds=[*CHART_CRDS, coscheduling_podgroup_crd()]) as server:
-        daemon, stop = _start(server, tmp_path)
+        daemon, stop = start_daemon(server, tmp_path)
         try:
             assert [r.path for r in daemon.reflectors if "x-k8s" in r.path] == [
                 "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"]
@@ -378,7 +323,7 @@ def test_coscheduling_podgroups_are_watched_where_their_crd_is_served(tmp_path):
             stop()
 
     with FakeApiServer(bookmark_interval=0.1) as plain:  # not served: not watched
-        daemon, stop = _start(plain, tmp_path)
+        daemon, stop = start_daemon(plain, tmp_path)
         stop()
         assert not [r for r in daemon.reflectors if "x-k8s" in r.path]
 
@@ -421,7 +366,7 @@ def test_an_optional_kind_it_may_not_read_is_given_up_not_retried(tmp_path):
         server.fail("GET", r"^/apis/scheduling.x-k8s.io/v1alpha1/podgroups$", 403,
                     times=1000, message='podgroups.scheduling.x-k8s.io is forbidden')
         started = time.monotonic()
-        daemon, stop = _start(server, tmp_path)
+        daemon, stop = start_daemon(server, tmp_path)
         try:
             assert time.monotonic() - started < 5
             [optional] = [r for r in daemon.reflectors if r.optional]

@@ -12,48 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 
 from tests.apiserver import FakeApiServer, wait_for
 from tests.binaries import binary
 from tests.builders import gang, node, pod
-from vscheduler.kube.daemon import Daemon
-
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
-"""
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    with FakeApiServer(bookmark_interval=0.1) as srv:
-        yield srv
-
-
-@pytest.fixture
-def daemon(server: FakeApiServer, tmp_path: Path) -> Iterator[Daemon]:
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
-    api = client.ApiClient(client.Configuration(host=server.url))
-    daemon = Daemon(api, str(conf), period=0.05)
-    for reflector in daemon.reflectors:
-        reflector.watch_timeout = 5
-        reflector.backoff = (0.05, 0.2)
-    assert daemon.start_watches(synced_timeout=5)
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
-    yield daemon
-    daemon.stop.set()
-    thread.join(timeout=10)
-    api.close()
 
 
 @pytest.fixture

@@ -15,22 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 from kubernetes import client
 
 from tests.apiserver import FakeApiServer, wait_for
 from tests.builders import gang, node, pod, queue
+from tests.kube.conftest import CONF
 from tests.kube.test_run import _kubeconfig
 from vscheduler import __version__
-from vscheduler.kube.daemon import Daemon
 from vscheduler.kube.leader import LeaderElector
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
-"""
 RECLAIM = """
 actions: "enqueue, allocate, backfill, reclaim"
 tiers:
@@ -39,12 +32,6 @@ tiers:
 """
 # klog's line: level letter, MMDD hh:mm:ss.micro, logger], the quoted message, fields.
 TEXT_LINE = re.compile(r'^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} [\w.]+\] "[^"]+"( \w+=\S.*)?$')
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    with FakeApiServer(bookmark_interval=0.1) as srv:
-        yield srv
 
 
 class Lines:
@@ -216,24 +203,6 @@ def test_an_eviction_shows_at_v2_with_its_action_and_preemptor(server, tmp_path)
 
 
 # ------------------------------------------------------------------ in-process parts
-
-
-@pytest.fixture
-def daemon(server: FakeApiServer, tmp_path) -> Iterator[Daemon]:
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
-    api = client.ApiClient(client.Configuration(host=server.url))
-    daemon = Daemon(api, str(conf), period=0.05)
-    for reflector in daemon.reflectors:
-        reflector.watch_timeout = 5
-        reflector.backoff = (0.05, 0.2)
-    assert daemon.start_watches(synced_timeout=5)
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
-    yield daemon
-    daemon.stop.set()
-    thread.join(timeout=10)
-    api.close()
 
 
 def _records(caplog, message: str) -> list[dict]:
