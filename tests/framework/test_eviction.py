@@ -1,0 +1,246 @@
+"""The eviction API: a victim policy declared as a value, and what `evict_for` and `plan`
+derive from it (victims within scope, in victim order, gangs whole, the final checks,
+the node order).
+
+Plugins here offer every candidate (or a chosen few), so what is tested is the policy's
+own rule, not a plugin's."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.builders import load_cache, node, pod, podgroup, queue
+from vscheduler.conf import PluginOption, SchedulerConf
+from vscheduler.fit import Unfit
+from vscheduler.framework.eviction import (
+    Scope,
+    VictimPolicy,
+    evict_for,
+    never_preempts,
+    plan,
+)
+from vscheduler.framework.session import Session
+from vscheduler.hookspecs import hookimpl
+from vscheduler.model import PREEMPTABLE_STATUSES, Task, TaskStatus
+
+S = TaskStatus
+
+RECLAIM = VictimPolicy("reclaim", S.RUNNING, Scope.OTHER_QUEUES, offered_by="reclaimable")
+PREEMPT = VictimPolicy("preempt", PREEMPTABLE_STATUSES, Scope.OWN_QUEUE,
+                       offered_by="preemptable", best_effort_spares_requests=True,
+                       queue_must_fit=True, best_node_first=True)
+
+
+def plugin(name: str = "offers", **hooks: Callable[..., Any]) -> type:
+    """A plugin class offering every candidate as a victim, with `hooks` added."""
+    def offer_all(self: Any, actor: Task, candidates: list[Task]) -> list[Task]:
+        return candidates
+
+    attrs: dict[str, Any] = {
+        "name": name, "arguments": (), "__init__": lambda self, args: None,
+        "preemptable": hookimpl(offer_all), "reclaimable": hookimpl(offer_all)}
+    attrs.update({hook: hookimpl(fn) for hook, fn in hooks.items()})
+    return type(f"Plugin_{name}", (), attrs)
+
+
+def open_session(objects: list[dict], *plugins: type) -> Session:
+    tiers = [[PluginOption(cls.name, cls, {}, {}) for cls in plugins or (plugin(),)]]
+    conf = SchedulerConf(actions=[], tiers=tiers, source="test", warnings=[])
+    return Session(load_cache(objects).snapshot(), conf)
+
+
+def task(session: Session, name: str) -> Task:
+    [found] = [t for job in session.jobs.values() for t in job.tasks.values()
+               if t.name == name]
+    return found
+
+
+def names(tasks: list[Task] | None) -> list[str] | None:
+    return None if tasks is None else sorted(t.name for t in tasks)
+
+
+def running(name: str, queue_name: str = "default", node_name: str = "n1",
+            cpu: str = "1", **args: Any) -> dict:
+    return pod(name, cpu=cpu, queue=queue_name, node_name=node_name, **args)
+
+
+# --------------------------------------------------------------------------- the value
+
+
+def test_a_policy_is_a_frozen_value() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RECLAIM.gang_safe = False  # type: ignore[misc]
+    assert dataclasses.replace(PREEMPT, scope=Scope.OWN_JOB).scope is Scope.OWN_JOB
+    assert PREEMPT.scope is Scope.OWN_QUEUE
+
+
+def test_only_the_two_victim_hooks_may_offer() -> None:
+    with pytest.raises(ValueError, match="'reclaimable' or 'preemptable'"):
+        VictimPolicy("evict", S.RUNNING, Scope.OWN_JOB, offered_by="overused")  # type: ignore[arg-type]
+
+
+def test_a_pod_with_preemption_policy_never_evicts_no_one() -> None:
+    session = open_session([node("n1"), pod("p"), pod("q")])
+    task(session, "p").pod.preemption_policy = "Never"
+    assert never_preempts(task(session, "p"))
+    assert not never_preempts(task(session, "q"))
+
+
+# --------------------------------------------------------------------------- scope
+
+
+# n1 has 5 CPUs, 4 held, 1 idle: the preemptor needs 2, so any one victim is enough,
+# and the one taken is the only one the scope allows.
+CLUSTER = [
+    node("n1", cpu="5"),
+    queue("a"), queue("b"), queue("kept", reclaimable=False),
+    running("a-0", "a"), running("kept-0", "kept"),
+    podgroup("own", 1, queue="b"), running("own-0", "b", group="own"),
+    running("b-0", "b"),
+    pod("preemptor", cpu="2", queue="b", group="own"),
+]
+
+
+@pytest.mark.parametrize(("scope", "victims"), [
+    (Scope.OTHER_QUEUES, ["a-0"]),       # not "kept" (its queue is not reclaimable)
+    (Scope.OWN_QUEUE, ["b-0"]),          # other jobs of queue b only
+    (Scope.OWN_JOB, ["own-0"]),
+])
+def test_scope_says_whose_tasks_may_go(scope: Scope, victims: list[str]) -> None:
+    session = open_session(CLUSTER)
+    policy = dataclasses.replace(RECLAIM, scope=scope)
+    assert names(plan(session, policy, task(session, "preemptor"),
+                      session.nodes["n1"])) == victims
+
+
+def test_a_best_effort_preemptor_spares_tasks_with_requests_when_the_policy_says() -> None:
+    # One pod slot, held by a pod with requests: a best-effort pod needs only the slot.
+    objects = [node("n1", cpu="2", pods="1"), running("low", cpu="1"),
+               pod("be", cpu=None, memory=None)]
+    session = open_session(objects)
+    be, n1 = task(session, "be"), session.nodes["n1"]
+    assert plan(session, PREEMPT, be, n1) is None
+    spares_nothing = dataclasses.replace(PREEMPT, best_effort_spares_requests=False)
+    assert names(plan(session, spares_nothing, be, n1)) == ["low"]
+    # A best-effort victim may go.
+    session = open_session([node("n1", cpu="2", pods="1"),
+                            running("free", cpu=None, memory=None),
+                            pod("be", cpu=None, memory=None)])
+    assert names(plan(session, PREEMPT, task(session, "be"), session.nodes["n1"])) == [
+        "free"]
+
+
+def test_tasks_not_marked_preemptable_and_other_statuses_never_go() -> None:
+    objects = [node("n1", cpu="2"),
+               running("kept", annotations={"volcano.sh/preemptable": "false"}),
+               running("loose"), pod("p", cpu="1")]
+    session = open_session(objects)
+    p, n1 = task(session, "p"), session.nodes["n1"]
+    assert names(plan(session, PREEMPT, p, n1)) == ["loose"]
+    assert plan(session, dataclasses.replace(PREEMPT, statuses=S.BOUND), p, n1) is None
+
+
+def test_only_what_plugins_offer_goes() -> None:
+    objects = [node("n1", cpu="2"), running("x"), running("y"), pod("p", cpu="1")]
+    offers_y = plugin("y-only", preemptable=lambda self, actor, candidates: [
+        t for t in candidates if t.name == "y"])
+    session = open_session(objects, offers_y)
+    assert names(plan(session, PREEMPT, task(session, "p"), session.nodes["n1"])) == ["y"]
+    # The reclaimable hook offers all: a reclaim-hooked policy may take either.
+    reclaim_hook = dataclasses.replace(PREEMPT, offered_by="reclaimable")
+    assert len(plan(session, reclaim_hook, task(session, "p"), session.nodes["n1"])) == 1
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def test_victims_go_until_the_preemptor_fits_no_more() -> None:
+    objects = [node("n1", cpu="4"), *(running(f"v-{i}") for i in range(4)),
+               pod("p", cpu="2")]
+    session = open_session(objects)
+    victims = plan(session, PREEMPT, task(session, "p"), session.nodes["n1"])
+    assert victims is not None and len(victims) == 2
+
+
+def test_a_gang_goes_whole_or_not_at_all() -> None:
+    objects = [node("n1", cpu="2"), node("n2", cpu="1"), podgroup("g", 3, phase="Running"),
+               running("g-0", group="g"), running("g-1", group="g"),
+               running("g-2", node_name="n2", group="g"), pod("p", cpu="1")]
+    session = open_session(objects)
+    p, n1 = task(session, "p"), session.nodes["n1"]
+    # Gang-safe: the whole gang, on every node; else one of its tasks.
+    assert names(plan(session, PREEMPT, p, n1)) == ["g-0", "g-1", "g-2"]
+    assert len(plan(session, dataclasses.replace(PREEMPT, gang_safe=False), p, n1)) == 1
+    # A gang whose task on n2 may not go cannot go whole: nothing goes.
+    task(session, "g-2").preemptable = False
+    assert plan(session, PREEMPT, p, n1) is None
+
+
+def test_victims_that_break_no_gang_go_before_a_gang() -> None:
+    objects = [node("n1", cpu="3"), podgroup("g", 2, phase="Running"),
+               running("g-0", group="g"), running("g-1", group="g"), running("loose"),
+               pod("p", cpu="1")]
+    session = open_session(objects)
+    assert names(plan(session, PREEMPT, task(session, "p"), session.nodes["n1"])) == [
+        "loose"]
+
+
+# --------------------------------------------------------------------------- evict_for
+
+
+def test_evict_for_evicts_and_pipelines_in_the_statement() -> None:
+    objects = [node("n1", cpu="1"), running("v"), pod("p", cpu="1")]
+    session = open_session(objects)
+    statement = session.statement()
+    p, v = task(session, "p"), task(session, "v")
+    assert evict_for(session, statement, PREEMPT, p)
+    assert (p.status, p.node_name, p.eviction_occurred) == (S.PIPELINED, "n1", True)
+    assert v.status == S.RELEASING
+    statement.commit()
+    [eviction] = session.result.evictions
+    assert (eviction.task, eviction.action, eviction.preemptor) == (v.key, "preempt", p.key)
+
+
+def test_a_failed_final_check_gives_the_node_up_and_leaves_nothing() -> None:
+    objects = [node("n1", cpu="1"), running("v"), pod("p", cpu="1")]
+    full = plugin("full", allocatable=lambda self, queue, task: "queue full")
+    session = open_session(objects, full)
+    statement = session.statement()
+    p, v = task(session, "p"), task(session, "v")
+    assert not evict_for(session, statement, PREEMPT, p)
+    assert (p.status, v.status, statement.operations) == (S.PENDING, S.RUNNING, [])
+    # A policy that does not ask the queue passes the same node.
+    assert evict_for(session, statement, dataclasses.replace(PREEMPT, queue_must_fit=False),
+                     p)
+
+
+def test_nodes_are_tried_best_scored_first_or_in_node_order() -> None:
+    objects = [node("n1", cpu="1"), node("n2", cpu="1"), running("v1"),
+               running("v2", node_name="n2"), pod("p", cpu="1")]
+    prefers_n2 = plugin(node_order=lambda self, task, node: 5.0 if node.name == "n2"
+                        else 1.0)
+    for policy, chosen in ((PREEMPT, "n2"),
+                           (dataclasses.replace(PREEMPT, best_node_first=False), "n1")):
+        session = open_session(objects, prefers_n2)
+        p = task(session, "p")
+        assert evict_for(session, session.statement(), policy, p)
+        assert p.node_name == chosen
+
+
+def test_a_node_a_predicate_refuses_for_good_is_not_tried() -> None:
+    objects = [node("n1", cpu="1"), node("n2", cpu="1"), running("v1"),
+               running("v2", node_name="n2"), pod("p", cpu="1")]
+
+    def not_n1(self: Any, task: Task, node: Any) -> Unfit | None:
+        return Unfit("n1 is off limits") if node.name == "n1" else None
+
+    session = open_session(objects, plugin(predicate=not_n1))
+    p = task(session, "p")
+    # Reclaim's statuses, hook and node order, within the queue (all are in "default").
+    policy = dataclasses.replace(RECLAIM, scope=Scope.OWN_QUEUE)
+    assert evict_for(session, session.statement(), policy, p)
+    assert p.node_name == "n2" and task(session, "v1").status == S.RUNNING
