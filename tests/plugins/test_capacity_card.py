@@ -167,7 +167,7 @@ def test_allocatable_refuses_with_the_numbers_and_an_event_on_the_pod():
                "total would be <4000>, but capability is <3000>")
     assert plugin.allocatable(session.queues["q"], task_of(session, "default/p")) == message
     assert session_events(session, "Pod/default/p") == [message]
-    assert plugin.queues["q"].allocated.scalars == {H200: 2000}
+    assert plugin.ledger.queues["q"].allocated.scalars == {H200: 2000}
 
 
 def test_a_queue_uses_only_the_cards_it_names():
@@ -350,14 +350,14 @@ def mps_node(name: str = "h800-mps") -> dict[str, Any]:
 def test_mig_and_mps_cards_are_detected_from_the_node_objects():
     session = open_session([mig_node(), mps_node(), node("cpu-1")], CONF)
     plugin = plugin_of(session)
-    assert plugin.node_cards["cpu-1"] is None
-    assert plugin.node_cards["h200-mig"].amounts == {
+    assert plugin.ledger.node_cards["cpu-1"] is None
+    assert plugin.ledger.node_cards["h200-mig"].amounts == {
         H200: 7000, f"{H200}/mig-1g.18gb-mixed": 3000, f"{H200}/mig-3g.71gb-mixed": 1000}
-    assert plugin.node_cards["h800-mps"].amounts == {H800: 6000, f"{H800}/mps-80g*1/2": 4000}
-    assert plugin.total.scalars == {
+    assert plugin.ledger.node_cards["h800-mps"].amounts == {H800: 6000, f"{H800}/mps-80g*1/2": 4000}
+    assert plugin.ledger.total.scalars == {
         H200: 7000, f"{H200}/mig-1g.18gb-mixed": 3000, f"{H200}/mig-3g.71gb-mixed": 1000,
         H800: 6000, f"{H800}/mps-80g*1/2": 4000}
-    assert plugin.total.cpu == 64000 * 2 + 8000
+    assert plugin.ledger.total.cpu == 64000 * 2 + 8000
 
 
 def test_sub_cards_and_whole_cards_are_charged_separately():
@@ -462,7 +462,7 @@ def test_elastic_tasks_beyond_min_member_leave_room_for_admission():
                podgroup("next", 1, queue="q", min_resources={"cpu": "1"},
                         annotations={REQUEST: '{"NVIDIA-H200": 2}'})]
     session = open_session(objects, CONF)
-    attr = plugin_of(session).queues["q"]
+    attr = plugin_of(session).ledger.queues["q"]
     assert attr.allocated.scalars == {H200: 3000}
     assert attr.elastic.scalars == {H200: 2000}
     assert plugin_of(session).job_enqueueable(session.jobs["default/next"]) == PERMIT
@@ -590,11 +590,29 @@ def test_the_report_lists_the_cards_of_queues_with_a_quota_or_usage():
 # --------------------------------------------------------------------------- accounting
 
 
+def test_the_report_counts_no_cards_of_a_gang_only_pipelined():
+    # Two of the gang's three pods fit now, the third waits on a card being released:
+    # the gang is pipelined, nothing of it is committed, so its queue holds no card yet
+    # (what the report says and the daemon writes to the Queue's status).
+    releasing = card_pod("old", H200, queue="q", node_name="h200-2",
+                         scheduler="default-scheduler")
+    releasing["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    objects = [gpu_node("h200-1", H200, cards=2), gpu_node("h200-2", H200, cards=1),
+               card_queue("q", {H200: 8}), releasing,
+               podgroup("gang", 3, queue="q", min_resources={"cpu": "3"}),
+               *(card_pod(f"gang-{i}", H200, group="gang") for i in range(3))]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {}
+    assert list(report["pipelined"].values()) == ["h200-2"]
+    assert len([k for k in report["pending"] if k.startswith("default/gang-")]) == 2
+    assert report["queues"]["q"]["cards"] == {H200: 0}
+
+
 def test_allocation_and_pipelining_count_the_node_card_and_rolling_back_uncounts_it():
     objects = [gpu_node("rtx-d-1", RTX_D), card_queue("q", {RTX: 4, RTX_D: 4}),
                card_pod("p", EITHER_4090, 2, queue="q"), card_pod("w", EITHER_4090, queue="q")]
     session = open_session(objects, CONF)
-    attr = plugin_of(session).queues["q"]
+    attr = plugin_of(session).ledger.queues["q"]
     node_ = session.nodes["rtx-d-1"]
     statement = session.statement()
     assert statement.allocate(task_of(session, "default/p"), node_) is None
@@ -608,7 +626,7 @@ def test_a_placement_past_the_quota_is_refused_whatever_action_makes_it():
     objects = [gpu_node("h200-1", H200), card_queue("q", {H200: 1}),
                card_pod("a", H200, queue="q"), card_pod("b", H200, queue="q")]
     session = open_session(objects, CONF)
-    attr = plugin_of(session).queues["q"]
+    attr = plugin_of(session).ledger.queues["q"]
     statement = session.statement()
     assert statement.allocate(task_of(session, "default/a"), session.nodes["h200-1"]) is None
     error = statement.allocate(task_of(session, "default/b"), session.nodes["h200-1"])

@@ -1,0 +1,625 @@
+"""Card accounting for queue card quotas (seed 003): what each queue and each job holds
+of each card model, and whether a queue may take more.
+
+`vscheduler.cards` says which card a node offers and parses what users write; this
+ledger adds up, per session:
+- the cluster's total of cpu, memory and every card, and which resources are cards;
+- per queue (`QueueCards`): its capability (cpu and memory from `spec.capability`, as
+  `vscheduler.quota` reads it; the card quotas), what it holds (`allocated`), what its
+  admitted jobs are still owed (`inqueue`) and what its jobs hold beyond their minimum
+  (`elastic`);
+- per task (`TaskCards`): the card resource it asks for and how much, the cards it
+  accepts (`volcano.sh/card.name`, `A|B` in order of preference);
+- per job (`JobCards`, kept in `Job.memo` for the next session): its minimum (cpu and
+  memory of minResources; cards from its card request while it has no pods, else from
+  its first minMember pods), what it holds, and its cards placed for good;
+- the quota checks, each failure an (event reason, message) pair in seed 003's words:
+  `Queue <q> has insufficient <CARD> quota: requested <5000>, total would be <5000>,
+  but capability is <3000>` (milli units, memory in Mi).
+
+A request for `A|B` is measured against the sum of the quotas of A and B (different
+pods may land on different cards). Amounts are milli units (5 cards = 5000). The
+capacity-card plugin owns the verdicts and the events; nothing here sends one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from vscheduler.cards import (
+    CARD_NAME_ANNOTATION,
+    CARD_QUOTA_ANNOTATION,
+    CARD_REQUEST_ANNOTATION,
+    SEPARATOR,
+    CardError,
+    NodeCards,
+    alternatives_conflict,
+    join_alternatives,
+    node_cards,
+    parse_alternatives,
+    parse_card_counts,
+)
+from vscheduler.fit import Unfit
+from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
+from vscheduler.quota import capability_of, holds_admission, owed, passes
+from vscheduler.resources import INF, MIN_RESOURCE, Resource
+
+__all__ = ["CARD_NAME_REASON", "CARD_REASON", "CARD_REQUEST_REASON", "CLUSTER_REASON",
+           "CPU_REASON", "MEMORY_REASON", "PLACED_FOR_GOOD", "CardLedger", "Failure",
+           "JobCards", "QueueCards", "TaskCards", "quota_message"]
+
+S = TaskStatus
+MILLI = 1000.0
+MIB = 1024.0 * 1024.0
+DONE = S.SUCCEEDED | S.FAILED
+PLACING = S.ALLOCATED | S.PIPELINED
+# What a queue's reported cards count: pods bound, being bound or running, never a
+# gang's allocations that were not committed (they are still pending).
+PLACED_FOR_GOOD = ALLOCATED_STATUSES & ~S.ALLOCATED
+
+# Event reasons (Kubernetes Event `reason` field) of the failures below.
+CPU_REASON = "InsufficientCPUQuota"
+MEMORY_REASON = "InsufficientMemoryQuota"
+CARD_REASON = "InsufficientScalarQuota"
+CARD_NAME_REASON = "InvalidCardName"
+CARD_REQUEST_REASON = "InvalidCardRequest"
+CLUSTER_REASON = "InsufficientClusterResource"
+
+Failure = tuple[str, str]  # (event reason, message)
+_NOTHING: dict[str, str] = {}
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _number(value: float) -> str:
+    """A number as the events print it: 4000, 1.5."""
+    if not math.isfinite(value):
+        return str(value)
+    if abs(value - round(value)) < 1e-6:
+        return str(round(value))
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def quota_message(queue: str, what: str, requested: float, total: float,
+                  capability: float) -> str:
+    """Seed 003's words for a quota refusal; `what` is `cpu`, `memory` or a card. CPU
+    and cards in milli units, memory in Mi."""
+    if what == "cpu":
+        return (f"Queue <{queue}> has insufficient CPU quota: requested <{_number(requested)}>"
+                f", total would be <{_number(total)}>, but capability is "
+                f"<{_number(capability)}>")
+    if what == "memory":
+        return (f"Queue <{queue}> has insufficient memory quota: requested "
+                f"<{_number(requested / MIB)} Mi>, total would be <{_number(total / MIB)} Mi>"
+                f", but capability is <{_number(capability / MIB)} Mi>")
+    return (f"Queue <{queue}> has insufficient <{what}> quota: requested "
+            f"<{_number(requested)}>, total would be <{_number(total)}>, but capability is "
+            f"<{_number(capability)}>")
+
+
+def _quota_failure(queue: str, what: str, requested: float, total: float,
+                   capability: float) -> Failure:
+    reason = CPU_REASON if what == "cpu" else MEMORY_REASON if what == "memory" else CARD_REASON
+    return reason, quota_message(queue, what, requested, total, capability)
+
+
+def _cluster_failure(queue: str, what: str, asked: float, total: float, limit: float,
+                     factor: float) -> Failure:
+    unit = " Mi" if what == "memory" else ""
+    scale = MIB if what == "memory" else 1.0
+    name = "CPU" if what == "cpu" else what
+    return CLUSTER_REASON, (
+        f"Cluster has insufficient <{name}> for queue <{queue}>: requested "
+        f"<{_number(asked / scale)}{unit}>, total would be <{_number(total / scale)}{unit}>"
+        f", but the cluster holds <{_number(limit / scale)}{unit}> with overCommitFactor "
+        f"{_number(factor)}")
+
+
+# --------------------------------------------------------------------------- sums per key
+
+
+def _covered(minimum: Resource, held: Resource) -> Resource:
+    """`held` as `minimum`'s keys see it: an `A|B` key is covered by A and B together."""
+    covered = Resource(held.cpu, held.memory)
+    for key in minimum.scalars:
+        covered.scalars[key] = sum(held.scalars.get(c, 0.0) for c in key.split(SEPARATOR))
+    return covered
+
+
+def _admitted(inqueue: Resource, cards: list[str]) -> float:
+    """What admitted jobs hold for any of `cards` (an `A|B` key counts in full against
+    A and against B: a job admitted for either may still take either)."""
+    wanted = set(cards)
+    return sum(amount for key, amount in inqueue.scalars.items()
+               if wanted.intersection(key.split(SEPARATOR)))
+
+
+def _task_rank(task: Task) -> tuple[int, float, str]:
+    """The order in which a job's tasks count towards its minimum: higher priority, then
+    older, then by name (deterministic; the session's task order is not set up yet when
+    plugins open)."""
+    return (-task.priority, task.pod.creation, task.key)
+
+
+# --------------------------------------------------------------------------- records
+
+
+class QueueCards:
+    """What the ledger knows of one queue. `capability` holds cpu and memory (infinite
+    when unlimited) and, as scalars, the card quotas."""
+
+    __slots__ = ("allocated", "capability", "elastic", "inqueue", "name", "used_up")
+
+    def __init__(self, queue: Queue, quota: dict[str, float]) -> None:
+        self.name = queue.name
+        capability = capability_of(queue)
+        self.capability = Resource(capability.cpu if capability is not None else INF,
+                                   capability.memory if capability is not None else INF,
+                                   dict(quota))
+        self.allocated = Resource()
+        self.inqueue = Resource()
+        self.elastic = Resource()
+        # card -> the predicate's refusal once this queue's quota of it is used up
+        # (built once, on the first refusal)
+        self.used_up: dict[str, Unfit] = {}
+
+    def quota(self, card: str) -> float:
+        return self.capability.scalars.get(card, 0.0)
+
+    def __repr__(self) -> str:
+        return (f"QueueCards({self.name}: allocated {self.allocated}, inqueue "
+                f"{self.inqueue}, elastic {self.elastic}, capability {self.capability})")
+
+
+class TaskCards:
+    """What the ledger reads of one task, once per session: the card resource it asks
+    for and how much (milli), the cards it accepts (`candidates`), its queue, node-order
+    scores for `A|B`, and why a malformed card annotation refuses every node."""
+
+    __slots__ = ("accepted", "amount", "candidates", "error", "queue", "resource", "scores",
+                 "unfit", "uses_cards")
+
+    def __init__(self) -> None:
+        self.accepted: tuple[str, ...] | None = None   # from the annotation; None = any
+        self.candidates: tuple[str, ...] = ()
+        self.resource: str | None = None
+        self.amount = 0.0
+        self.uses_cards = False
+        self.queue: QueueCards | None = None
+        self.scores: dict[str, float] | None = None
+        self.error: str | None = None
+        self.unfit: Unfit | None = None
+
+
+class JobCards:
+    """What a job counts, as the session opened: its queue's share of what it holds
+    (`held`), its use of the cluster (`used`), what it could give back (`elastic`),
+    its minimum with why its card request cannot be used, what it is still owed of that
+    minimum once admitted (None if not admitted), and its cards placed for good, per
+    card in whole cards. Kept in `Job.memo` with what it depends on beyond the job (the
+    nodes' specs and the plugin's arguments), for the next session to reuse."""
+
+    __slots__ = ("args", "cards", "cluster_owed", "elastic", "held", "minimum",
+                 "node_specs", "owed", "used")
+
+    def __init__(self, node_specs: int, args: dict) -> None:
+        self.node_specs = node_specs
+        self.args = args
+        self.held = Resource()
+        self.used = Resource()
+        self.elastic = Resource()
+        self.minimum: tuple[Resource, str | None] = (Resource(), None)
+        self.owed: Resource | None = None
+        self.cluster_owed: Resource | None = None
+        self.cards: dict[str, float] = {}
+
+
+# --------------------------------------------------------------------------- ledger
+
+
+class CardLedger:
+    """One session's card accounts. `unlimited`: pods that ask for cards are neither
+    limited nor counted on cpu and memory by their queue; `order_step`: the node-order
+    score per place in an `A|B` list; `memo_key`, `node_specs` and `args` say under what
+    a job's or a node's earlier reading (in its memo) still holds."""
+
+    def __init__(self, nodes: list[Node], queues: Mapping[str, Queue],
+                 jobs: Mapping[str, Job], *, unlimited: bool, order_step: float,
+                 memo_key: str, node_specs: int, args: dict) -> None:
+        self.jobs = jobs
+        self.unlimited = unlimited
+        self.order_step = order_step
+        self.memo_key = memo_key
+        self.node_specs = node_specs
+        self.args = args
+        # task uid -> its card facts, read on first use (the hot path reads it directly)
+        self.task_facts: dict[str, TaskCards] = {}
+        self._minimums: dict[str, tuple[Resource, str | None]] = {}
+        self._read_nodes(nodes)
+        # (queue, why its quota annotation cannot be used), for the plugin to warn
+        self.quota_errors: list[tuple[str, str]] = []
+        self.queues = {name: self._read_queue(queue) for name, queue in queues.items()}
+        self.cluster_allocated = Resource()
+        self.cluster_inqueue = Resource()
+        for job in jobs.values():
+            self._count_job(job)
+
+    # ---------------------------------------------------------------- opening
+
+    def _read_nodes(self, nodes: list[Node]) -> None:
+        """Each node's cards (read once per node: see `Node.memo`), which resource names
+        are cards, and the cluster total."""
+        self.node_cards: dict[str, NodeCards | None] = {}
+        # node -> its resource -> card map (empty for a node without cards), for the
+        # per-task-per-node hooks
+        self.node_resources: dict[str, dict[str, str]] = {}
+        card_resources: dict[str, set[str]] = {}
+        self.total = Resource()
+        for node in nodes:
+            memo = node.memo
+            if self.memo_key in memo:
+                cards = memo[self.memo_key]
+            else:
+                cards = memo[self.memo_key] = node_cards(node.labels, node.allocatable)
+            self.node_cards[node.name] = cards
+            self.node_resources[node.name] = cards.by_resource if cards else _NOTHING
+            self.total.cpu += node.allocatable.cpu
+            self.total.memory += node.allocatable.memory
+            if cards is None:
+                continue
+            for resource, card in cards.by_resource.items():
+                card_resources.setdefault(card, set()).add(resource)
+            for card, amount in cards.amounts.items():
+                self.total.scalars[card] = self.total.scalars.get(card, 0.0) + amount
+        self.card_resources = card_resources
+        by_resource: dict[str, list[str]] = {}
+        for card in sorted(card_resources):
+            for resource in card_resources[card]:
+                by_resource.setdefault(resource, []).append(card)
+        self.resource_cards = {r: tuple(cards) for r, cards in by_resource.items()}
+
+    def _read_queue(self, queue: Queue) -> QueueCards:
+        quota: dict[str, float] = {}
+        text = queue.annotations.get(CARD_QUOTA_ANNOTATION)
+        if text is not None:
+            try:
+                quota = parse_card_counts(text, CARD_QUOTA_ANNOTATION)
+            except CardError as err:
+                self.quota_errors.append(
+                    (queue.name, f"Queue <{queue.name}>: {err}; the queue gets no cards"))
+        return QueueCards(queue, quota)
+
+    def _count_job(self, job: Job) -> None:
+        """Add what a job holds to its queue's allocated and elastic amounts, and what
+        it was admitted for and does not hold yet to inqueue (and the same, cpu and
+        memory always counted, to the cluster's figures)."""
+        attr = self.queues.get(job.queue)
+        if attr is None:
+            return
+        facts = self._known_cards(job)
+        if facts is None:
+            facts = job.memo[self.memo_key] = self._job_cards(job)
+        self._minimums[job.uid] = facts.minimum
+        attr.allocated.add(facts.held)
+        self.cluster_allocated.add(facts.used)
+        attr.elastic.add(facts.elastic)
+        if facts.owed is not None:
+            attr.inqueue.add(facts.owed)
+            self.cluster_inqueue.add(facts.cluster_owed)
+
+    def _known_cards(self, job: Job) -> JobCards | None:
+        """What an earlier reading of this job copy found, if it still holds: read under
+        the same node specs and arguments (the copy itself is the same job, unchanged)."""
+        facts = job.memo.get(self.memo_key)
+        if (facts is None or facts.node_specs != self.node_specs
+                or facts.args is not self.args):
+            return None
+        return facts
+
+    def _job_cards(self, job: Job) -> JobCards:
+        facts = JobCards(self.node_specs, self.args)
+        held, used, elastic = facts.held, facts.used, facts.elastic
+        placed = sorted(job.tasks_in(ALLOCATED_STATUSES), key=_task_rank)
+        for index, task in enumerate(placed):
+            charge = self.charge(task)
+            held.add(charge)
+            used.add(self.cluster_charge(task, charge))
+            if index >= job.min_available:
+                elastic.add(Resource(0.0, 0.0, charge.scalars))
+        facts.cards = self._placed_cards(job)
+        facts.minimum = self.minimum(job)
+        need = facts.minimum[0]
+        minimum = self.quota_view(need)
+        # What a job holds beyond its minimum could be given back: it does not count
+        # against admitting others (cpu and memory: all of it for a job without
+        # minResources, as in Volcano; cards: the tasks beyond minMember).
+        elastic.cpu = max(held.cpu - minimum.cpu, 0.0)
+        elastic.memory = max(held.memory - minimum.memory, 0.0)
+        if holds_admission(job):
+            facts.owed = owed(minimum, _covered(minimum, held))
+            facts.cluster_owed = owed(need, _covered(need, used))
+        return facts
+
+    # ---------------------------------------------------------------- placed cards
+
+    def queue_cards(self) -> dict[str, dict[str, float]]:
+        """Each queue's cards placed for good, in whole cards: every card of its quota
+        (0 if unused) and every card it uses; queues with neither are left out."""
+        used: dict[str, dict[str, float]] = {}
+        for job in self.jobs.values():
+            facts = None if job.dirty else self._known_cards(job)
+            # (a job changed in this session is counted again)
+            placed = facts.cards if facts is not None else self._placed_cards(job)
+            if placed:
+                counts = used.setdefault(job.queue, {})
+                for card, count in placed.items():
+                    counts[card] = counts.get(card, 0.0) + count
+        out = {}
+        for name, attr in self.queues.items():
+            counts = {card: 0.0 for card in attr.capability.scalars}
+            counts.update(used.get(name, {}))
+            if counts:
+                out[name] = counts
+        return out
+
+    def _placed_cards(self, job: Job) -> dict[str, float]:
+        """The cards a job's tasks placed for good take, per card, in whole cards."""
+        placed: dict[str, float] = {}
+        for task in job.tasks_in(PLACED_FOR_GOOD):
+            cards = self.task(task)
+            card = self.card_on(cards, task.node_name)
+            if card is not None:
+                placed[card] = placed.get(card, 0.0) + cards.amount / MILLI
+        return placed
+
+    # ---------------------------------------------------------------- tasks
+
+    def task(self, task: Task) -> TaskCards:
+        """The task's card facts, read once per session."""
+        cards = self.task_facts.get(task.uid)
+        if cards is None:
+            cards = self.task_facts[task.uid] = self._read_task(task)
+        return cards
+
+    def _read_task(self, task: Task) -> TaskCards:
+        cards = TaskCards()
+        job = self.jobs.get(task.job_id)
+        cards.queue = self.queues.get(job.queue) if job is not None else None
+        requested = [name for name in sorted(task.resreq.scalars)
+                     if name in self.resource_cards and task.resreq.scalars[name] >= MIN_RESOURCE]
+        cards.resource = requested[0] if requested else None
+        raw = task.pod.annotations.get(CARD_NAME_ANNOTATION)
+        if raw is not None and raw.strip():
+            self._read_accepted(task, cards, raw, requested)
+        if cards.resource is not None:
+            cards.amount = task.resreq.scalars[cards.resource]
+            cards.uses_cards = True
+            if cards.accepted is None:
+                cards.candidates = self.resource_cards.get(cards.resource, ())
+        if cards.error is not None:
+            cards.unfit = Unfit(cards.error)
+        return cards
+
+    def _read_accepted(self, task: Task, cards: TaskCards, raw: str,
+                       requested: list[str]) -> None:
+        """The cards the pod's annotation accepts, the resource they stand for, and
+        why the annotation cannot be used, if so."""
+        try:
+            accepted = parse_alternatives(raw)
+        except CardError as err:
+            cards.error = f"Pod {task.key}: {CARD_NAME_ANNOTATION}: {err}"
+            return
+        cards.accepted = cards.candidates = accepted
+        conflict = alternatives_conflict(accepted, self.card_resources)
+        if conflict is not None:
+            cards.error = f"Pod {task.key}: {CARD_NAME_ANNOTATION}: {conflict}"
+            return
+        known = {r for card in accepted for r in self.card_resources.get(card, ())}
+        if len(known) == 1 and requested:
+            resource = next(iter(known))
+            if resource in requested:
+                cards.resource = resource
+            else:
+                cards.error = (f"Pod {task.key}: {CARD_NAME_ANNOTATION}: card(s) {raw} are "
+                               f"resource {resource}, but the pod asks for {requested[0]}")
+        elif not known and not requested:
+            # No node offers the cards it names: its card is then the extended resource
+            # it asks for, so that no node without those cards takes it.
+            scalars = task.resreq.scalars
+            extended = [n for n in sorted(scalars) if "/" in n and scalars[n] >= MIN_RESOURCE]
+            cards.resource = extended[0] if extended else None
+        if len(accepted) > 1:
+            last = len(accepted) - 1
+            cards.scores = {card: self.order_step * (last - i)
+                            for i, card in enumerate(accepted)}
+
+    def card_on(self, cards: TaskCards, node_name: str) -> str | None:
+        """The card a task with these facts is charged on a node (None: no card)."""
+        if cards.resource is None:
+            return None
+        node = self.node_cards.get(node_name)
+        return node.by_resource.get(cards.resource) if node is not None else None
+
+    def charge(self, task: Task) -> Resource:
+        """What a placed task counts in its queue's allocation: its node's card, and its
+        cpu and memory unless card pods are unlimited on them."""
+        cards = self.task(task)
+        charge = Resource()
+        if not (self.unlimited and cards.uses_cards):
+            charge.cpu, charge.memory = task.resreq.cpu, task.resreq.memory
+        card = self.card_on(cards, task.node_name)
+        if card is not None:
+            charge.scalars[card] = cards.amount
+        return charge
+
+    @staticmethod
+    def cluster_charge(task: Task, charge: Resource) -> Resource:
+        """What a placed task uses of the cluster: its cards, and its cpu and memory
+        whatever the queue counts of them."""
+        return Resource(task.resreq.cpu, task.resreq.memory, charge.scalars)
+
+    def place(self, task: Task) -> list[Failure]:
+        """Count a task placed (or put back) on its node in its queue and the cluster.
+        A placement (not the undoing of an eviction) that takes the queue past its
+        capability is counted all the same; its failures say why it must be rolled
+        back."""
+        cards = self.task(task)
+        attr = cards.queue
+        if attr is None:
+            return []
+        failures: list[Failure] = []
+        if task.status & PLACING:
+            card = self.card_on(cards, task.node_name)
+            failures = self.task_failures(attr, task, (card,) if card else ())
+        charge = self.charge(task)
+        attr.allocated.add(charge)
+        self.cluster_allocated.add(self.cluster_charge(task, charge))
+        return failures
+
+    def unplace(self, task: Task) -> None:
+        """Take a task off its queue's and the cluster's allocation."""
+        attr = self.task(task).queue
+        if attr is None:
+            return
+        charge = self.charge(task)
+        attr.allocated.sub(charge)
+        self.cluster_allocated.sub(self.cluster_charge(task, charge))
+
+    def task_failures(self, attr: QueueCards, task: Task,
+                      options: tuple[str, ...]) -> list[Failure]:
+        """allocated + request(task) must fit the capability on cpu and memory, and on
+        one of the cards in `options` (those the task accepts, or the one of its node;
+        none when it is charged no card)."""
+        cards = self.task(task)
+        if cards.error is not None:
+            return [(CARD_NAME_REASON, cards.error)]
+        failures = []
+        if not (self.unlimited and cards.uses_cards):
+            for what in ("cpu", "memory"):
+                asked = task.resreq.get(what)
+                total = attr.allocated.get(what) + asked
+                if asked > 0 and passes(total, attr.capability.get(what)):
+                    failures.append(_quota_failure(attr.name, what, asked, total,
+                                                   attr.capability.get(what)))
+        if not cards.uses_cards or not options:
+            return failures
+        allocated = attr.allocated.scalars
+        if not any(not passes(allocated.get(c, 0.0) + cards.amount, attr.quota(c))
+                   for c in options):
+            for c in options:
+                total = allocated.get(c, 0.0) + cards.amount
+                failures.append(_quota_failure(attr.name, c, cards.amount, total,
+                                               attr.quota(c)))
+        return failures
+
+    # ---------------------------------------------------------------- jobs
+
+    def minimum(self, job: Job) -> tuple[Resource, str | None]:
+        """What the job minimally needs: cpu and memory of minResources; cards from its
+        card request annotation while it has no pods, else from its first minMember
+        pods (a pod placed counts its node's card, one not placed the cards it accepts,
+        as an `A|B` key). With why the card request cannot be used, if so (then no
+        cards are counted)."""
+        known = self._minimums.get(job.uid)
+        if known is not None:
+            return known
+        minimum = Resource()
+        if job.min_resources is not None:
+            minimum.cpu, minimum.memory = job.min_resources.cpu, job.min_resources.memory
+        error = None
+        try:
+            minimum.scalars = self._minimum_cards(job)
+        except CardError as err:
+            error = f"Job {job.uid}: {err}"
+        known = self._minimums[job.uid] = (minimum, error)
+        return known
+
+    def _minimum_cards(self, job: Job) -> dict[str, float]:
+        live = [t for t in job.tasks.values() if not t.status & DONE]
+        if not live:
+            text = job.annotations.get(CARD_REQUEST_ANNOTATION)
+            if text is None:
+                return {}
+            counts = parse_card_counts(text, CARD_REQUEST_ANNOTATION, alternatives=True)
+            for key in counts:
+                conflict = alternatives_conflict(parse_alternatives(key), self.card_resources)
+                if conflict is not None:
+                    raise CardError(f"{CARD_REQUEST_ANNOTATION}: {conflict}")
+            return counts
+        counts: dict[str, float] = {}
+        for task in sorted(live, key=_task_rank)[:max(job.min_available, 1)]:
+            cards = self.task(task)
+            if not cards.uses_cards or cards.error is not None:
+                continue  # a pod that will not be placed needs nothing
+            if task.node_name:  # placed: its node's card (none on a node without cards)
+                key = self.card_on(cards, task.node_name)
+            else:
+                key = join_alternatives(cards.candidates)
+            if key:
+                counts[key] = counts.get(key, 0.0) + cards.amount
+        return counts
+
+    def quota_view(self, minimum: Resource) -> Resource:
+        """The minimum as the queue counts it: no cpu or memory for a job that asks for
+        cards when card pods are unlimited on them."""
+        if self.unlimited and any(v >= MIN_RESOURCE for v in minimum.scalars.values()):
+            return Resource(0.0, 0.0, minimum.scalars)
+        return minimum
+
+    def admit(self, job: Job) -> None:
+        """Count a job just admitted: its whole minimum is owed, in its queue and the
+        cluster."""
+        attr = self.queues.get(job.queue)
+        if attr is None:
+            return
+        minimum = self.minimum(job)[0]
+        attr.inqueue.add(self.quota_view(minimum))
+        self.cluster_inqueue.add(minimum)
+
+    def enqueue_failures(self, attr: QueueCards, minimum: Resource) -> list[Failure]:
+        """minimum + allocated + inqueue - elastic must fit the capability, on cpu,
+        memory and every card the job asks for."""
+        failures = []
+        cap = attr.capability
+        for what in ("cpu", "memory"):
+            asked = minimum.get(what)
+            total = asked + attr.allocated.get(what) + attr.inqueue.get(what) \
+                - attr.elastic.get(what)
+            if asked > 0 and passes(total, cap.get(what)):
+                failures.append(_quota_failure(attr.name, what, asked, total, cap.get(what)))
+        for key in sorted(minimum.scalars):
+            asked = minimum.scalars[key]
+            if asked < MIN_RESOURCE:
+                continue
+            cards = key.split(SEPARATOR)
+            held = sum(attr.allocated.scalars.get(c, 0.0) - attr.elastic.scalars.get(c, 0.0)
+                       for c in cards)
+            total = asked + held + _admitted(attr.inqueue, cards)
+            limit = sum(attr.quota(c) for c in cards)
+            if passes(total, limit):
+                failures.append(_quota_failure(attr.name, key, asked, total, limit))
+        return failures
+
+    def cluster_failures(self, queue: str, minimum: Resource,
+                         factor: float) -> list[Failure]:
+        """What the cluster has allocated and admitted, with the job, must stay within
+        its total times `factor` on what the job asks for."""
+        failures = []
+        used, admitted = self.cluster_allocated, self.cluster_inqueue
+        for what in ("cpu", "memory"):
+            asked = minimum.get(what)
+            total = asked + used.get(what) + admitted.get(what)
+            limit = self.total.get(what) * factor
+            if asked > 0 and passes(total, limit):
+                failures.append(_cluster_failure(queue, what, asked, total, limit, factor))
+        for key in sorted(minimum.scalars):
+            asked = minimum.scalars[key]
+            cards = key.split(SEPARATOR)
+            total = asked + sum(used.scalars.get(c, 0.0) for c in cards) \
+                + _admitted(admitted, cards)
+            limit = sum(self.total.scalars.get(c, 0.0) for c in cards) * factor
+            if asked >= MIN_RESOURCE and passes(total, limit):
+                failures.append(_cluster_failure(queue, key, asked, total, limit, factor))
+        return failures
