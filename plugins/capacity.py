@@ -53,7 +53,7 @@ from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
 from vscheduler.model import Queue, Task
 from vscheduler.plugin import Plugin
-from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, priority_first, room_refusal
+from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, room_refusal
 from vscheduler.quota import amount_text
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
@@ -119,14 +119,12 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def queue_order(self, left: Queue, right: Queue) -> int:
-        first = priority_first(left, right)
+        first = self.order_by_share(left, right)
         if first:
             return first
         la, ra = self.figures_of(left.name), self.figures_of(right.name)
         if la is None or ra is None:
             return 0
-        if la.share != ra.share:
-            return -1 if la.share < ra.share else 1
         # Equal shares: a queue with a deserved amount is served before a best-effort
         # queue (which always has share 1).
         left_deserves, right_deserves = not la.deserved.is_empty(), not ra.deserved.is_empty()
@@ -136,13 +134,6 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     # ---------------------------------------------------------------- allocate
 
-    @staticmethod
-    def _within_capability(queue: Queue, attr: WrittenDeservedFigures,
-                           request: Resource) -> str | None:
-        """None if `queue` may take `request` more within its real capability."""
-        return room_refusal(queue.name, attr.allocated, request, attr.real_capability,
-                            "real capability")
-
     @hookimpl
     def allocatable(self, queue: Queue, task: Task) -> str | None:
         closed = queue.closed_reason()
@@ -151,7 +142,8 @@ class CapacityPlugin(QueueUsage, Plugin):
         attr = self.figures_of(queue.name)
         if attr is None:
             return None
-        return self._within_capability(queue, attr, task.resreq)
+        return room_refusal(queue.name, attr.allocated, task.resreq, attr.real_capability,
+                            "real capability")
 
     # ---------------------------------------------------------------- reclaim
 
@@ -161,16 +153,13 @@ class CapacityPlugin(QueueUsage, Plugin):
         capability, and only while it is still within its deserved amount on some
         resource the task asks for: a queue that already has what it deserves of
         everything the task needs must wait for idle resources instead."""
-        closed = queue.closed_reason()
-        if closed is not None:
-            return closed
+        refused = self.allocatable(queue, task)  # (open, and within real capability)
+        if refused:
+            return refused
         attr = self.figures_of(queue.name)
         if attr is None:
             return None
         request = task.resreq
-        refused = self._within_capability(queue, attr, request)
-        if refused:
-            return refused
         future = attr.allocated.clone().add(request)
         deserved = attr.deserved
         over = []

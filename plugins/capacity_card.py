@@ -95,7 +95,18 @@ CLOSED_REASON = "QueueNotOpen"
 CARD_QUOTA_REASON = "InvalidCardQuota"
 
 _NO_CARD = Unfit("node(s) had no card model the pod accepts")
+_UNLISTED = "node(s) had card {card}, which the pod does not accept"
+_USED_UP = "node(s) had card {card}, whose quota in the pod's queue is used up"
 _NOTHING: dict[str, str] = {}
+
+
+def _refusal(built: dict[str, Unfit], card: str, words: str) -> Unfit:
+    """A predicate refusal naming `card`, built once per `built` cache and card (the
+    predicate runs per task per node)."""
+    unfit = built.get(card)
+    if unfit is None:
+        unfit = built[card] = Unfit(words.format(card=card))
+    return unfit
 
 
 class CapacityCardPlugin(Plugin):
@@ -248,22 +259,13 @@ class CapacityCardPlugin(Plugin):
         return (cards.resource, cards.accepted, cards.amount, room)
 
     def _unlisted(self, card: str) -> Unfit:
-        """The refusal of a node whose card the pod does not accept (built once)."""
-        unfit = self._unlisted_unfit.get(card)
-        if unfit is None:
-            unfit = self._unlisted_unfit[card] = Unfit(
-                f"node(s) had card {card}, which the pod does not accept")
-        return unfit
+        """The refusal of a node whose card the pod does not accept."""
+        return _refusal(self._unlisted_unfit, card, _UNLISTED)
 
     @staticmethod
     def _quota_used_up(attr: QueueCards, card: str) -> Unfit:
-        """The refusal of a node whose card the queue has no quota left for (built once
-        per queue and card)."""
-        unfit = attr.used_up.get(card)
-        if unfit is None:
-            unfit = attr.used_up[card] = Unfit(
-                f"node(s) had card {card}, whose quota in the pod's queue is used up")
-        return unfit
+        """The refusal of a node whose card the queue has no quota left for."""
+        return _refusal(attr.used_up, card, _USED_UP)
 
     @hookimpl
     def node_order(self, task: Task, node: Node) -> float:

@@ -36,7 +36,7 @@ from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
 from vscheduler.model import Queue, Task
 from vscheduler.plugin import Plugin
-from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, priority_first, room_refusal
+from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, room_refusal
 from vscheduler.quota import resource_text
 from vscheduler.resources import CPU, MEMORY, Resource
 
@@ -132,13 +132,7 @@ class ProportionPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def queue_order(self, left: Queue, right: Queue) -> int:
-        first = priority_first(left, right)
-        if first:
-            return first
-        la, ra = self.figures_of(left.name), self.figures_of(right.name)
-        if la is None or ra is None or la.share == ra.share:
-            return 0
-        return -1 if la.share < ra.share else 1
+        return self.order_by_share(left, right)
 
     # ---------------------------------------------------------------- allocate
 

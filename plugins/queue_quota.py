@@ -177,6 +177,17 @@ class QueueUsage:
     def figures_of(self, queue_name: str) -> Any:
         return self.queue_figures.get(queue_name)
 
+    def order_by_share(self, left: Queue, right: Queue) -> int:
+        """Queue order: the higher priority first, then the lower share (0 when equal,
+        or when either queue has no figures)."""
+        first = priority_first(left, right)
+        if first:
+            return first
+        la, ra = self.figures_of(left.name), self.figures_of(right.name)
+        if la is None or ra is None or la.share == ra.share:
+            return 0
+        return -1 if la.share < ra.share else 1
+
     def task_figures(self, task: Task) -> Any:
         job = self.session.jobs.get(task.job_id)
         return self.queue_figures.get(job.queue) if job is not None else None

@@ -25,7 +25,7 @@ capacity-card plugin owns the verdicts and the events; nothing here sends one.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from vscheduler.cards import (
     CARD_NAME_ANNOTATION,
@@ -43,7 +43,7 @@ from vscheduler.cards import (
 from vscheduler.fit import Unfit
 from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
 from vscheduler.quota import capability_of, holds_admission, owed, passes
-from vscheduler.resources import INF, MIN_RESOURCE, Resource
+from vscheduler.resources import CPU, INF, MEMORY, MIN_RESOURCE, Resource
 
 __all__ = ["CARD_NAME_REASON", "CARD_REASON", "CARD_REQUEST_REASON", "CLUSTER_REASON",
            "CPU_REASON", "MEMORY_REASON", "PLACED_FOR_GOOD", "CardLedger", "Failure",
@@ -128,10 +128,13 @@ def _covered(minimum: Resource, held: Resource) -> Resource:
     return covered
 
 
-def _admitted(inqueue: Resource, cards: list[str]) -> float:
-    """What admitted jobs hold for any of `cards` (an `A|B` key counts in full against
-    A and against B: a job admitted for either may still take either)."""
-    wanted = set(cards)
+def _admitted(inqueue: Resource, names: list[str], cards: bool) -> float:
+    """What admitted jobs hold for any of `names`: cpu or memory as it is; cards per key
+    (an `A|B` key counts in full against A and against B: a job admitted for either may
+    still take either)."""
+    if not cards:
+        return sum(inqueue.get(n) for n in names)
+    wanted = set(names)
     return sum(amount for key, amount in inqueue.scalars.items()
                if wanted.intersection(key.split(SEPARATOR)))
 
@@ -581,45 +584,48 @@ class CardLedger:
     def enqueue_failures(self, attr: QueueCards, minimum: Resource) -> list[Failure]:
         """minimum + allocated + inqueue - elastic must fit the capability, on cpu,
         memory and every card the job asks for."""
-        failures = []
-        cap = attr.capability
-        for what in ("cpu", "memory"):
-            asked = minimum.get(what)
-            total = asked + attr.allocated.get(what) + attr.inqueue.get(what) \
-                - attr.elastic.get(what)
-            if asked > 0 and passes(total, cap.get(what)):
-                failures.append(_quota_failure(attr.name, what, asked, total, cap.get(what)))
-        for key in sorted(minimum.scalars):
-            asked = minimum.scalars[key]
-            if asked < MIN_RESOURCE:
-                continue
-            cards = key.split(SEPARATOR)
-            held = sum(attr.allocated.scalars.get(c, 0.0) - attr.elastic.scalars.get(c, 0.0)
-                       for c in cards)
-            total = asked + held + _admitted(attr.inqueue, cards)
-            limit = sum(attr.quota(c) for c in cards)
-            if passes(total, limit):
-                failures.append(_quota_failure(attr.name, key, asked, total, limit))
-        return failures
+        allocated, inqueue, elastic = attr.allocated, attr.inqueue, attr.elastic
+
+        def held(names: list[str], cards: bool) -> float:
+            return (sum(allocated.get(n) - elastic.get(n) for n in names)
+                    + _admitted(inqueue, names, cards))
+
+        return [_quota_failure(attr.name, what, asked, total, limit)
+                for what, asked, total, limit in _over_limits(
+                    minimum, held, lambda names: sum(attr.capability.get(n) for n in names))]
 
     def cluster_failures(self, queue: str, minimum: Resource,
                          factor: float) -> list[Failure]:
         """What the cluster has allocated and admitted, with the job, must stay within
-        its total times `factor` on what the job asks for."""
-        failures = []
-        used, admitted = self.cluster_allocated, self.cluster_inqueue
-        for what in ("cpu", "memory"):
-            asked = minimum.get(what)
-            total = asked + used.get(what) + admitted.get(what)
-            limit = self.total.get(what) * factor
-            if asked > 0 and passes(total, limit):
-                failures.append(_cluster_failure(queue, what, asked, total, limit, factor))
-        for key in sorted(minimum.scalars):
-            asked = minimum.scalars[key]
-            cards = key.split(SEPARATOR)
-            total = asked + sum(used.scalars.get(c, 0.0) for c in cards) \
-                + _admitted(admitted, cards)
-            limit = sum(self.total.scalars.get(c, 0.0) for c in cards) * factor
-            if asked >= MIN_RESOURCE and passes(total, limit):
-                failures.append(_cluster_failure(queue, key, asked, total, limit, factor))
-        return failures
+        its total times `factor` on what the job asks for (the same check as the
+        queue's, against the cluster)."""
+        used, admitted, cluster = self.cluster_allocated, self.cluster_inqueue, self.total
+
+        def held(names: list[str], cards: bool) -> float:
+            return sum(used.get(n) for n in names) + _admitted(admitted, names, cards)
+
+        return [_cluster_failure(queue, what, asked, total, limit, factor)
+                for what, asked, total, limit in _over_limits(
+                    minimum, held, lambda names: sum(cluster.get(n) for n in names) * factor)]
+
+
+def _over_limits(minimum: Resource, held: Callable[[list[str], bool], float],
+                 limit: Callable[[list[str]], float]
+                 ) -> Iterator[tuple[str, float, float, float]]:
+    """(what, asked, total, limit) for each dimension `minimum` asks for (cpu, memory,
+    then its card keys in order) where what it asks plus what is held passes the limit.
+    `held` and `limit` take the names a dimension stands for (A and B for `A|B`) and
+    whether they are cards."""
+    for what in (CPU, MEMORY):
+        asked = minimum.get(what)
+        if asked > 0:
+            total, cap = asked + held([what], False), limit([what])
+            if passes(total, cap):
+                yield what, asked, total, cap
+    for key in sorted(minimum.scalars):
+        asked = minimum.scalars[key]
+        if asked >= MIN_RESOURCE:
+            names = key.split(SEPARATOR)
+            total, cap = asked + held(names, True), limit(names)
+            if passes(total, cap):
+                yield key, asked, total, cap
