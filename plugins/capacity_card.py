@@ -144,7 +144,7 @@ class CapacityCardPlugin(Plugin):
         for queue, message in ledger.quota_errors:
             self._warn(f"Queue/{queue}", CARD_QUOTA_REASON, message)
         # read directly by the per-task-per-node hooks
-        self._task_facts = ledger.task_facts
+        self._tasks = ledger.task_facts
         self._node_resources = ledger.node_resources
 
     @hookimpl
@@ -223,7 +223,7 @@ class CapacityCardPlugin(Plugin):
 
     @hookimpl
     def predicate(self, task: Task, node: Node) -> Unfit | None:
-        cards = self._task_facts.get(task.uid) or self.ledger.task(task)
+        cards = self._tasks.get(task.uid) or self.ledger.task(task)
         resource = cards.resource
         if resource is None or cards.unfit is not None:
             return cards.unfit
@@ -245,7 +245,7 @@ class CapacityCardPlugin(Plugin):
         has room for (that changes as the queue's tasks are placed). Not the queue
         itself: pods of queues with the same room share searches (the refusals say "the
         pod's queue"; the pod's own event names it)."""
-        cards = self._task_facts.get(task.uid) or self.ledger.task(task)
+        cards = self._tasks.get(task.uid) or self.ledger.task(task)
         if cards.resource is None or cards.unfit is not None:
             return (cards.resource, cards.unfit)
         attr = cards.queue
@@ -269,7 +269,7 @@ class CapacityCardPlugin(Plugin):
 
     @hookimpl
     def node_order(self, task: Task, node: Node) -> float:
-        cards = self._task_facts.get(task.uid) or self.ledger.task(task)
+        cards = self._tasks.get(task.uid) or self.ledger.task(task)
         scores = cards.scores
         if scores is None or cards.resource is None:
             return 0.0

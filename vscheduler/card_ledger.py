@@ -237,8 +237,8 @@ class CardLedger:
         self.memo_key = memo_key
         self.node_specs = node_specs
         self.args = args
-        # task uid -> its card facts, read on first use (the hot path reads it directly)
-        self.task_facts: dict[str, TaskCards] = {}
+        # task uid -> its card facts, read on first use
+        self._tasks: dict[str, TaskCards] = {}
         self._minimums: dict[str, tuple[Resource, str | None]] = {}
         self._read_nodes(nodes)
         # (queue, why its quota annotation cannot be used), for the plugin to warn
@@ -379,11 +379,17 @@ class CardLedger:
 
     # ---------------------------------------------------------------- tasks
 
+    @property
+    def task_facts(self) -> dict[str, TaskCards]:
+        """Task uid -> card facts read so far, for the per-task-per-node hooks to read
+        without a call (a miss is read with `task`)."""
+        return self._tasks
+
     def task(self, task: Task) -> TaskCards:
         """The task's card facts, read once per session."""
-        cards = self.task_facts.get(task.uid)
+        cards = self._tasks.get(task.uid)
         if cards is None:
-            cards = self.task_facts[task.uid] = self._read_task(task)
+            cards = self._tasks[task.uid] = self._read_task(task)
         return cards
 
     def _read_task(self, task: Task) -> TaskCards:
