@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tests.builders import conf, gang, node, pod, podgroup, priority_class, queue, simulate
 from tests.invariants import run_checked
-from vscheduler.objects import parse_pod
 from vscheduler.simulate import Simulation
 
 CONF = """
@@ -63,18 +62,6 @@ def test_an_infinite_card_request_is_refused_not_a_crash():
     assert report["podGroups"]["default/g"]["phase"] == "Pending"
     assert any(e["object"] == "PodGroup/default/g" and e["type"] == "Warning"
                for e in report["events"])
-
-
-def test_times_without_a_zone_are_utc(monkeypatch):
-    zoned = pod("a", creation="2024-01-01T00:00:00Z")
-    naive = pod("b", creation="2024-01-01T00:00:00")
-    monkeypatch.setenv("TZ", "Asia/Tokyo")
-    __import__("time").tzset()
-    try:
-        assert parse_pod(zoned).pod.creation == parse_pod(naive).pod.creation == 1704067200
-    finally:
-        monkeypatch.delenv("TZ")
-        __import__("time").tzset()
 
 
 def test_a_podgroup_whose_pods_are_all_gone_waits_again():

@@ -202,7 +202,7 @@ class Cache:
         job.creation = spec.creation
         job.schedule_timeout = spec.schedule_timeout
         job.annotations = spec.annotations
-        job.preemptable = spec.annotations.get("volcano.sh/preemptable", "").lower() == "true"
+        job.preemptable = spec.preemptable
         job.conditions = [Condition(c["type"], c["status"], c["reason"], c["message"])
                           for c in spec.conditions]
 

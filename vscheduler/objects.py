@@ -331,13 +331,27 @@ class ParsedPod:
         return task_status(self.pod.phase, self.node_name, self.deleting)
 
 
-def _parse_bool(text: str) -> bool | None:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "t", "yes"):
+# strconv.ParseBool's spellings: Volcano reads `volcano.sh/preemptable` with it.
+_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
+_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
+
+
+def parse_bool(text: str) -> bool | None:
+    """A boolean as Go's strconv.ParseBool reads it (`1`, `t`, `True`, ...), None for
+    text it refuses (`yes`, ` true`, `tRuE`)."""
+    if text in _TRUE:
         return True
-    if lowered in ("false", "0", "f", "no"):
+    if text in _FALSE:
         return False
     return None
+
+
+def read_preemptable(annotations: dict[str, str], labels: dict[str, str], default: bool) -> bool:
+    """`volcano.sh/preemptable` of a pod or a PodGroup, one rule for both as in Volcano:
+    the annotation, else the label; absent, `default` (a pod may be evicted, a PodGroup is
+    not preemptable); unreadable, not preemptable (protected)."""
+    raw = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
+    return default if raw is None else bool(parse_bool(raw))
 
 
 def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
@@ -383,9 +397,6 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     if not group:
         group = next((labels[k] for k in COSCHEDULING_GROUP_LABELS if labels.get(k)), "")
     role = annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, "")
-    raw_preemptable = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
-    # Absent: preemptable (Volcano's default for tasks); unparsable: protected.
-    preemptable = True if raw_preemptable is None else bool(_parse_bool(raw_preemptable))
     task_priority = None
     raw_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
     if raw_priority is not None and _INTEGER.match(raw_priority):
@@ -397,7 +408,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         deleting=bool(meta.get("deletionTimestamp")),
         group=group,
         role=role,
-        preemptable=preemptable,
+        preemptable=read_preemptable(annotations, labels, default=True),
         task_priority=task_priority,
     )
 
@@ -447,7 +458,7 @@ class PodGroupSpec:
     # written as that CRD allows) and what an Event's involvedObject names.
     __slots__ = ("annotations", "api_version", "conditions", "counts", "creation",
                  "min_member", "min_resources", "min_task_member", "name", "namespace",
-                 "phase", "priority_class_name", "queue", "resource_version",
+                 "phase", "preemptable", "priority_class_name", "queue", "resource_version",
                  "schedule_timeout", "uid")
 
     def __init__(self, **fields: Any) -> None:
@@ -481,13 +492,16 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         cond = _map(cond, "status.conditions[]")
         conditions.append({k: _text(cond.get(k), f"status.conditions[].{k}", "")
                            for k in ("type", "status", "reason", "message")})
+    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     return PodGroupSpec(
         namespace=namespace,
         name=name,
         api_version=_text(obj.get("apiVersion"), "apiVersion", "scheduling.volcano.sh/v1beta1"),
         uid=_text(meta.get("uid"), "metadata.uid", ""),
         resource_version=_text(meta.get("resourceVersion"), "metadata.resourceVersion", ""),
-        annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+        annotations=annotations,
+        preemptable=read_preemptable(annotations, _str_map(meta.get("labels"), "metadata.labels"),
+                                default=False),
         creation=creation_of(obj, creation_fallback),
         min_member=min_member,
         min_task_member=min_task_member,
