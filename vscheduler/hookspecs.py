@@ -8,22 +8,13 @@ not a silent no-op. Register it in your distribution's `pyproject.toml`::
     [project.entry-points."vscheduler.plugins"]
     my-plugin = "my_package.module:MyPlugin"
 
-A fresh instance is built for every session, in conf order, and `on_session_open`
-receives the session: keep it on `self` and read the cluster from it (`session.jobs`,
+A fresh instance is built for every session, in conf order; then every plugin's
+`on_session_open` receives the session, typed as `SessionView` below (what a plugin may
+read and call): keep it on `self` and read the cluster from it (`session.jobs`,
 `session.nodes`, `session.queues`, ...). Hooks are then called by the session, which
-combines the answers of all plugins tier by tier, as Volcano does:
-
-- order hooks (`job_order`, `queue_order`, `task_order`, `victim_queue_order`): the first
-  plugin, in conf order, with a non-zero answer decides;
-- `predicate`, `pre_predicate`: the first refusal is the answer;
-- `node_order`, `batch_node_order`: scores are summed;
-- `job_ready`, `allocatable`, `preemptive`: every plugin must agree;
-- `overused`: any plugin may say so;
-- `job_enqueueable`, `job_pipelined`: votes; within the first tier that does not abstain a
-  rejection wins, else a permit; all abstaining permits;
-- `job_starving`: the first tier with any such hook decides (all of it must agree);
-- `preemptable`, `reclaimable`: victims are intersected across the plugins of a tier,
-  and the first tier with a non-empty answer decides.
+combines the answers of all plugins tier by tier, as Volcano does. Each hook below is
+declared with its `Rule`, which says how: the rules are written once, in `Rule`, and the
+session binds every hook through `RULES` (framework/combine.py holds the code).
 
 Each hook except the session and event hooks can be turned off per plugin in the conf
 with Volcano's flag (`enableJobOrder: false`, ...), listed in `ENABLE_FLAGS`.
@@ -36,17 +27,20 @@ alike, so that it can match them against the nodes once (see that hook).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING
+import enum
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pluggy
 
 if TYPE_CHECKING:
     from vscheduler.fit import Unfit
-    from vscheduler.framework.session import Session
-    from vscheduler.model import Job, Node, Queue, Task
+    from vscheduler.framework.results import SessionResult
+    from vscheduler.model import Job, Node, PriorityClass, Queue, Task
+    from vscheduler.resources import Resource
 
-__all__ = ["ABSTAIN", "ENABLE_FLAGS", "PERMIT", "Reject", "hookimpl", "hookspec"]
+__all__ = ["ABSTAIN", "ENABLE_FLAGS", "PERMIT", "RULES", "Reject", "Rule", "SessionView",
+           "hookimpl", "hookspec"]
 
 PROJECT = "vscheduler"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -70,6 +64,79 @@ class Reject:
 
 # A vote: PERMIT, ABSTAIN, or a Reject carrying its reason.
 Vote = int | Reject
+
+
+class Rule(enum.Enum):
+    """How the session combines the plugins' answers to one hook. "In conf order" is
+    tier by tier, and within a tier the order the conf lists the plugins; a plugin whose
+    hook is turned off by its enable flag is not asked."""
+
+    SESSION = "every plugin is called, in conf order; nothing is combined"
+    ORDER = ("the first plugin, in conf order, with a non-zero answer decides; when every "
+             "plugin answers 0 (or none has the hook), the session's tie-break does")
+    FIRST_REFUSAL = ("every plugin must pass (answer None); the first other answer, in "
+                     "conf order, is the session's answer and later plugins are not asked")
+    VOTE = ("a vote (PERMIT, ABSTAIN or Reject): in the first tier where some plugin does "
+            "not abstain, a Reject wins, else it is PERMIT; when all abstain, PERMIT")
+    VICTIMS = ("victims are intersected across the plugins of a tier (None abstains; an "
+               "empty list ends the tier's answer, and an empty intersection starts it "
+               "anew with the next plugin's list); the first tier with victims decides; "
+               "else no victims")
+    SUM = "the scores are summed (none: 0)"
+    SUM_BY_NODE = "the scores are summed node by node (none: no scores)"
+    ALL = "every plugin must answer true (none: true)"
+    FIRST_TIER = ("the first tier that has the hook decides, and all of its plugins must "
+                  "answer true (none: false)")
+    NOTIFY = ("every plugin is told, in conf order; the last non-empty answer (an "
+              "allocation refused) is the session's answer")
+    SIGNATURE = ("the answers of the plugins that judge nodes (`predicate`, `node_order`) "
+                 "are collected, in conf order")
+
+
+# hook name -> its rule, filled in by `_spec` below, hook by hook.
+RULES: dict[str, Rule] = {}
+
+_Spec = TypeVar("_Spec", bound=Callable[..., Any])
+
+
+def _spec(rule: Rule) -> Callable[[_Spec], _Spec]:
+    """Declare a hook and the rule its answers are combined by."""
+    def declare(fn: _Spec) -> _Spec:
+        RULES[fn.__name__] = rule
+        return hookspec(fn)
+    return declare
+
+
+class SessionView(Protocol):
+    """What a plugin may read and call on its session (`on_session_open`'s argument).
+
+    Read the cluster from these; change jobs and nodes only as `on_session_open` says.
+    """
+
+    uid: str  # the session's name, stamped on the conditions it sets
+    now: float  # the time the session decides at (seconds since the epoch)
+    default_queue: str
+    jobs: dict[str, Job]
+    nodes: dict[str, Node]
+    node_list: list[Node]
+    queues: dict[str, Queue]
+    priority_classes: dict[str, PriorityClass]
+    node_specs: Any  # changes whenever a node's labels or allocatable change
+    total_resource: Resource  # the nodes' allocatable, summed
+    action_names: list[str]  # the conf's actions, in order
+    result: SessionResult  # what the session reports (a plugin adds its own figures)
+
+    def event(self, object: str, type: str, reason: str, message: str) -> None:
+        """Record a Kubernetes Event (`object` is `Kind/namespace/name`)."""
+
+    def explain_task(self, task: Task, message: str) -> None:
+        """Say why `task` could not be placed (shown while it stays pending)."""
+
+    def explain_job(self, job: Job, message: str) -> None:
+        """Say why `job` could not be (fully) scheduled (shown on its pending tasks)."""
+
+    def timed_out(self, job: Job, message: str) -> None:
+        """`job` passed its scheduleTimeoutSeconds in this session."""
 
 
 # hook name -> the conf flag that turns it off for one plugin (Volcano's spellings).
@@ -97,8 +164,8 @@ ENABLE_FLAGS: dict[str, str] = {
 # --------------------------------------------------------------------------- session
 
 
-@hookspec
-def on_session_open(session: Session) -> None:
+@_spec(Rule.SESSION)
+def on_session_open(session: SessionView) -> None:
     """The session is open and the snapshot is in place: build per-session state here.
 
     Sessions share unchanged objects: a snapshot hands the last session's copy of a job
@@ -116,55 +183,56 @@ def on_session_open(session: Session) -> None:
     """
 
 
-@hookspec
-def on_session_close(session: Session) -> None:
+@_spec(Rule.SESSION)
+def on_session_close(session: SessionView) -> None:
     """All actions ran; set job conditions or export figures here."""
 
 
 # --------------------------------------------------------------------------- order
 
 
-@hookspec
+@_spec(Rule.ORDER)
 def job_order(left: Job, right: Job) -> int:
     """Negative if `left` should be scheduled before `right`, positive if after, 0 if this
     plugin has no opinion. Ties are broken by PodGroup creation time, then uid."""
 
 
-@hookspec
+@_spec(Rule.ORDER)
 def queue_order(left: Queue, right: Queue) -> int:
     """Negative if `left` should be served before `right`; 0 for no opinion."""
 
 
-@hookspec
+@_spec(Rule.ORDER)
 def task_order(left: Task, right: Task) -> int:
     """Negative if task `left` should be placed before `right` (within one job)."""
 
 
-@hookspec
+@_spec(Rule.ORDER)
 def victim_queue_order(left: Queue, right: Queue, preemptor_queue: Queue) -> int:
-    """Negative if victims should be taken from `left` before `right`."""
+    """Negative if victims should be taken from `left` before `right`. Ties: the
+    reverse of queue order (the queue served last gives first)."""
 
 
 # --------------------------------------------------------------------------- placement
 
 
-@hookspec
+@_spec(Rule.FIRST_REFUSAL)
 def pre_predicate(task: Task) -> Unfit | None:
     """None if the task may be placed at all, else why not (checked once per task)."""
 
 
-@hookspec
+@_spec(Rule.FIRST_REFUSAL)
 def predicate(task: Task, node: Node) -> Unfit | None:
     """None if `task` may run on `node`, else why not. Resources are checked by the
     actions before this is asked."""
 
 
-@hookspec
+@_spec(Rule.SUM)
 def node_order(task: Task, node: Node) -> float:
-    """A score for placing `task` on `node` (higher is better); summed over plugins."""
+    """A score for placing `task` on `node` (higher is better)."""
 
 
-@hookspec
+@_spec(Rule.SIGNATURE)
 def task_signature(task: Task) -> Hashable:
     """What this plugin's `predicate` and `node_order` answers for `task` depend on,
     besides the node and the task's resources, node selector, node affinity,
@@ -177,7 +245,7 @@ def task_signature(task: Task) -> Hashable:
     `task_signature` turns the sharing off for every task (correct, slower)."""
 
 
-@hookspec
+@_spec(Rule.SUM_BY_NODE)
 def batch_node_order(task: Task, nodes: list[Node]) -> dict[str, float]:
     """Scores for several candidate nodes at once, by node name, for scorers that
     normalise over the candidates."""
@@ -186,33 +254,33 @@ def batch_node_order(task: Task, nodes: list[Node]) -> dict[str, float]:
 # --------------------------------------------------------------------------- jobs
 
 
-@hookspec
+@_spec(Rule.FIRST_REFUSAL)
 def job_valid(job: Job) -> tuple[str, str] | None:
     """None if the job may be scheduled at all, else (reason, message)."""
 
 
-@hookspec
+@_spec(Rule.VOTE)
 def job_enqueueable(job: Job) -> Vote:
     """May this Pending job be admitted (Inqueue)? PERMIT, ABSTAIN or Reject(reason)."""
 
 
-@hookspec
+@_spec(Rule.NOTIFY)
 def job_enqueued(job: Job) -> None:
     """The job was admitted: count its minimum resources as in the queue."""
 
 
-@hookspec
+@_spec(Rule.ALL)
 def job_ready(job: Job) -> bool:
     """Has the job enough tasks placed for its allocations to be committed?"""
 
 
-@hookspec
+@_spec(Rule.VOTE)
 def job_pipelined(job: Job) -> Vote:
     """Is the job placed or waiting on releasing resources enough to keep its
     statement? PERMIT, ABSTAIN or Reject(reason)."""
 
 
-@hookspec
+@_spec(Rule.FIRST_TIER)
 def job_starving(job: Job) -> bool:
     """Does the job still need resources (so it may reclaim or preempt for them)?"""
 
@@ -220,18 +288,18 @@ def job_starving(job: Job) -> bool:
 # --------------------------------------------------------------------------- queues
 
 
-@hookspec
+@_spec(Rule.FIRST_REFUSAL)
 def allocatable(queue: Queue, task: Task) -> str | None:
     """None if `queue` may take `task`'s resources now, else the reason it may not."""
 
 
-@hookspec
+@_spec(Rule.FIRST_REFUSAL)
 def overused(queue: Queue) -> str | None:
     """A reason if `queue` has used its share (it gets nothing more this action), else
     None."""
 
 
-@hookspec
+@_spec(Rule.FIRST_REFUSAL)
 def preemptive(queue: Queue, task: Task) -> str | None:
     """None if `queue` may reclaim resources for `task`, else the reason it may not."""
 
@@ -239,12 +307,12 @@ def preemptive(queue: Queue, task: Task) -> str | None:
 # --------------------------------------------------------------------------- victims
 
 
-@hookspec
+@_spec(Rule.VICTIMS)
 def preemptable(preemptor: Task, candidates: list[Task]) -> list[Task] | None:
     """Which of `candidates` (same queue) `preemptor` may evict; None to abstain."""
 
 
-@hookspec
+@_spec(Rule.VICTIMS)
 def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
     """Which of `candidates` (other queues) `reclaimer` may evict; None to abstain."""
 
@@ -252,12 +320,12 @@ def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
 # --------------------------------------------------------------------------- events
 
 
-@hookspec
+@_spec(Rule.NOTIFY)
 def allocate_event(task: Task) -> str | None:
     """`task` was allocated or pipelined in the session (not yet committed). Update
     accounting; return an error message to refuse the placement (it is rolled back)."""
 
 
-@hookspec
+@_spec(Rule.NOTIFY)
 def deallocate_event(task: Task) -> None:
     """`task` was evicted, or its allocation or pipelining rolled back."""

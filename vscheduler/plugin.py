@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
+    from vscheduler.hookspecs import SessionView
 
 __all__ = ["Action", "Argument", "ArgumentError", "Plugin", "check_arguments"]
 
@@ -112,14 +113,15 @@ def check_arguments(
 
 class Plugin:
     """Base class of plugins (optional: any class with `name`, `arguments` and hooks
-    works). `self.args` holds the validated arguments; `self.session` the session."""
+    works). `self.args` holds the validated arguments; `self.session` the session, as
+    far as a plugin may read and call it (`hookspecs.SessionView`)."""
 
     name: ClassVar[str] = ""
     arguments: ClassVar[tuple[Argument, ...]] = ()
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.args = args
-        self.session: Session
+        self.session: SessionView
 
 
 class Action:

@@ -1,0 +1,150 @@
+"""The close of a session, as Volcano's job updater: what the session leaves behind.
+
+After the actions ran: each PodGroup's phase and conditions, why every pod still
+pending waits (its reasons, a FailedScheduling event, the PodGroup's Unschedulable
+event), which pods are pipelined or nominated, and what each queue holds. A queue's
+figures count only what its jobs hold for good (`held_for_good`): a gang's allocations
+that were never committed are pending pods, not the queue's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vscheduler.model import (
+    COMPLETED_STATUSES,
+    SCHEDULED_STATUSES,
+    Job,
+    Node,
+    Task,
+    TaskStatus,
+    is_bare_job,
+)
+from vscheduler.resources import Resource
+
+if TYPE_CHECKING:
+    from vscheduler.framework.results import SessionResult
+    from vscheduler.framework.session import Session
+
+__all__ = ["NO_NODES", "close_session", "held_for_good", "podgroup_phase", "reasons_for"]
+
+S = TaskStatus
+# Why every pod waits in a session with no nodes at all (none yet, or none readable).
+NO_NODES = "0/0 nodes are available: the cluster has no nodes."
+
+
+def held_for_good(job: Job) -> Resource:
+    """What `job` holds for good: its bound, binding and running pods' requests. Its
+    tasks still ALLOCATED at close were never committed (the gang only got pipelined),
+    so they are pending, not held."""
+    held = job.allocated.clone()
+    for task in job.tasks_in(S.ALLOCATED):
+        held.sub(task.resreq)
+    return held
+
+
+def close_session(session: Session) -> SessionResult:
+    """Tell the plugins the session closes, then write what it leaves behind into its
+    result."""
+    session.on_session_close(session)
+    result = session.result
+    for obj, reason, message in session.snapshot.warnings:
+        session.event(obj, "Warning", reason, message)
+    for uid, job in session.jobs.items():
+        job.phase = podgroup_phase(session, job)
+        if not (job.bare or job.held_only):
+            # (a copy: the job may be handed on to the next session)
+            result.podgroups[uid] = (job.phase, list(job.conditions))
+        # Allocated but never committed (the job only got pipelined): nothing was
+        # decided for these, so they are pending too, with where they could go.
+        for task in job.tasks_in(S.ALLOCATED):
+            task.last_transaction = (S.ALLOCATED, task.node_name)
+        pending = list(job.tasks_in(S.PENDING | S.ALLOCATED))
+        for task in sorted(pending, key=lambda t: t.key):
+            reasons = reasons_for(session, task)
+            result.pending[task.key] = reasons
+            name = task.key if job.bare else uid
+            result.pending_jobs.setdefault(name, (job.queue, []))[1].append(task.key)
+            session.event(f"Pod/{task.key}", "Warning", "FailedScheduling", reasons[0])
+        if pending and not job.bare:
+            session.event(f"PodGroup/{uid}", "Warning", "Unschedulable",
+                          _unschedulable_message(session, job, len(pending)))
+        for task in job.tasks_in(S.PIPELINED):
+            result.pipelined[task.key] = task.node_name
+            if task.eviction_occurred:
+                result.nominated[task.key] = task.node_name
+    for key, (task, reason) in session.snapshot.skipped.items():
+        result.pending[key] = [reason]
+        job_name = key if is_bare_job(task.job_id) else task.job_id
+        result.pending_jobs.setdefault(job_name, ("", []))[1].append(key)
+    for name in session.queues:
+        result.queues[name] = Resource()
+    for job in session.jobs.values():
+        allocated = result.queues.get(job.queue)
+        if allocated is not None:
+            allocated.add(job.allocated)  # its tasks in ALLOCATED_STATUSES
+    return result
+
+
+def reasons_for(session: Session, task: Task) -> list[str]:
+    """Every reason known for a task still pending, most specific first. In a cluster
+    without nodes that is the only reason: every other verdict (a queue deserving
+    nothing of an empty cluster is "overused") follows from it."""
+    if not session.node_list:
+        return [NO_NODES]
+    job = session.jobs[task.job_id]
+    reasons = list(session.task_notes.get(task.uid, ()))
+    errors = job.fit_errors.get(task.uid)
+    if errors is not None:
+        reasons.append(errors.message(len(session.node_list)))
+    if task.last_transaction and task.last_transaction[0] == S.ALLOCATED:
+        node = session.nodes.get(task.last_transaction[1])
+        if node is not None and _still_fits(task, node):
+            reasons.append(f"Pod {task.key} can possibly be assigned to {node.name}, "
+                           "once minAvailable is satisfied")
+    reasons.extend(session.job_notes.get(job.uid, ()))
+    for condition in job.conditions:
+        if (condition.type == "Unschedulable" and condition.status == "True"
+                and condition.transition_id == session.uid
+                and condition.message not in reasons):
+            reasons.append(condition.message)
+    if not reasons:
+        reasons.append(job.fit_error())
+    return reasons
+
+
+def _still_fits(task: Task, node: Node) -> bool:
+    """Whether `node`, as the session leaves it, still has room for `task`: a node the
+    task was tried on may since have been filled by pods placed after it."""
+    return task.key in node.tasks or node.insufficient_now(task.resreq) is None
+
+
+def _unschedulable_message(session: Session, job: Job, pending: int) -> str:
+    """The PodGroup's Unschedulable event says what its condition says, when a plugin
+    set one in this session (kubectl describe shows both, side by side)."""
+    for condition in job.conditions:
+        if (condition.type == "Unschedulable" and condition.status == "True"
+                and condition.transition_id == session.uid):
+            return condition.message
+    return f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+
+
+def podgroup_phase(session: Session, job: Job) -> str:
+    """A PodGroup's phase after the session, as Volcano computes it: only tasks seen
+    bound or running count as scheduled, so a job stays Inqueue in the session that
+    binds it."""
+    unschedulable = any(
+        c.type == "Unschedulable" and c.status == "True" and c.transition_id == session.uid
+        for c in job.conditions)
+    if job.count(S.RUNNING) > 0 and unschedulable:
+        return "Unknown"
+    if not job.tasks:
+        # Its pods are gone (evicted, deleted): it runs no more, and waits again.
+        return "Pending" if job.phase in ("Running", "Unknown") else job.phase
+    scheduled = job.count(SCHEDULED_STATUSES) + sum(
+        1 for t in job.tasks_in(S.RELEASING) if t.node_name)
+    if scheduled >= job.min_available and scheduled > 0:
+        return "Completed" if scheduled == job.count(COMPLETED_STATUSES) else "Running"
+    if job.phase != "Inqueue":
+        return "Pending"
+    return "Inqueue"
