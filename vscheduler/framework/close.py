@@ -82,7 +82,7 @@ def close_session(session: Session) -> SessionResult:
     for job in session.jobs.values():
         allocated = result.queues.get(job.queue)
         if allocated is not None:
-            allocated.add(job.allocated)  # its tasks in ALLOCATED_STATUSES
+            allocated.add(held_for_good(job))
     return result
 
 
