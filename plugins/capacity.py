@@ -49,8 +49,7 @@ queue-allocation scheduling gate, which this scheduler does not have.
 
 from __future__ import annotations
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Queue, Task
 from vscheduler.plugin import Plugin
 from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, room_refusal
@@ -108,7 +107,7 @@ class CapacityPlugin(QueueUsage, Plugin):
     name = "capacity"
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self.open_queues(session, WrittenDeservedFigures)
         for attr in self.queue_figures.values():

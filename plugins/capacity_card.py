@@ -72,8 +72,7 @@ from vscheduler.card_ledger import (
     QueueCards,
 )
 from vscheduler.fit import Unfit
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job, Node, Queue, Task
 from vscheduler.plugin import Argument, Plugin
 from vscheduler.plugins.queue_quota import priority_first
@@ -128,7 +127,7 @@ class CapacityCardPlugin(Plugin):
     # ================================================================ session
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self.unlimited = bool(self.args.get("cardUnlimitedCpuMemory", False))
         self.owner_types = owner_service_types(
@@ -148,7 +147,7 @@ class CapacityCardPlugin(Plugin):
         self._node_resources = ledger.node_resources
 
     @hookimpl
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: SessionView) -> None:
         """Each queue's cards placed for good, in whole cards, for the report (every
         queue with a card quota or using cards)."""
         session.result.queue_cards.update(self.ledger.queue_cards())

@@ -19,8 +19,7 @@ it conflicts with proportion; a conf that sets it gets plain drf here.
 
 from __future__ import annotations
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Job, Task
 from vscheduler.plugin import Plugin
 from vscheduler.resources import Resource, share
@@ -49,7 +48,7 @@ class DrfPlugin(Plugin):
     name = "drf"
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self.total = session.total_resource
         # The dimensions the cluster has: a share is taken over these only.

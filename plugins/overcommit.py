@@ -13,8 +13,7 @@ Only enqueue is affected: placement is checked against the nodes themselves.
 
 from __future__ import annotations
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import PERMIT, Reject, Vote, hookimpl
+from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job
 from vscheduler.plugin import Argument, Plugin
 from vscheduler.quota import owed_minimum, quota_exceeded, without_gated
@@ -34,7 +33,7 @@ class OvercommitPlugin(Plugin):
     )
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         factor = self.args.get("overcommit-factor", DEFAULT_FACTOR)
         # Volcano's rule: a factor that would admit less than the cluster holds is a

@@ -32,8 +32,7 @@ bounded; and a queue deserves its guarantee even when every queue has weight 0.
 
 from __future__ import annotations
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Queue, Task
 from vscheduler.plugin import Plugin
 from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, room_refusal
@@ -89,7 +88,7 @@ class ProportionPlugin(QueueUsage, Plugin):
     name = "proportion"
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self.total = session.total_resource
         self.open_queues(session, WeightedQueueFigures)

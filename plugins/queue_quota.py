@@ -10,9 +10,9 @@ underneath is `vscheduler.quota`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vscheduler.hookspecs import PERMIT, Reject, hookimpl
+from vscheduler.hookspecs import PERMIT, Reject, SessionView, hookimpl
 from vscheduler.model import Job, Queue, Task, TaskStatus
 from vscheduler.quota import (
     amount_text,
@@ -24,9 +24,6 @@ from vscheduler.quota import (
     without_gated,
 )
 from vscheduler.resources import Resource, share
-
-if TYPE_CHECKING:
-    from vscheduler.framework.session import Session
 
 __all__ = ["QueueFigures", "QueueUsage", "admission", "priority_first", "room_refusal"]
 
@@ -68,7 +65,7 @@ class QueueFigures:
 # --------------------------------------------------------------------------- verdicts
 
 
-def admission(session: Session, job: Job, queue: Queue | None,
+def admission(session: SessionView, job: Job, queue: Queue | None,
               figures: QueueFigures | None) -> int | Reject:
     """Volcano's admission by queue quota (proportion, capacity): the job's
     minResources, with what the queue holds and has admitted, less what running jobs
@@ -140,10 +137,10 @@ class QueueUsage:
     """The queue figures and hooks a quota plugin inherits: `queue_figures` maps each
     queue with jobs in the session to its figures (a `QueueFigures` subclass)."""
 
-    session: Session
+    session: SessionView
     queue_figures: dict[str, Any]
 
-    def open_queues(self, session: Session, figures_type: type[QueueFigures]) -> None:
+    def open_queues(self, session: SessionView, figures_type: type[QueueFigures]) -> None:
         """The figures of every queue that has jobs in the session, counted from them."""
         total_guarantee = Resource()
         for queue in session.queues.values():
