@@ -504,3 +504,24 @@ def test_a_podgroups_unschedulable_event_says_what_its_condition_says() -> None:
     events = [e for e in report["events"]
               if e["object"] == "PodGroup/default/train" and e["reason"] == "Unschedulable"]
     assert [e["message"] for e in events] == [condition["message"]]
+
+
+# --------------------------------------------------------------------------- the plugins' view
+
+
+def test_a_session_is_what_its_plugins_may_read_and_call() -> None:
+    """`hookspecs.SessionView` lists what a plugin may use of its session: a real
+    session has all of it, and the built-in plugins use nothing else."""
+    import re
+    from pathlib import Path
+
+    from vscheduler.hookspecs import SessionView
+
+    members = {name for name in dir(SessionView) if not name.startswith("_")}
+    members |= set(SessionView.__annotations__)
+    session = open_session()
+    assert {name for name in members if not hasattr(session, name)} == set()
+    plugins = Path(__file__).resolve().parents[2] / "plugins"
+    used = {name for path in plugins.glob("*.py")
+            for name in re.findall(r"\bsession\.([a-z_]+)", path.read_text())}
+    assert used - members == set()
