@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Node, Task
 from vscheduler.plugin import Argument, Plugin
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, Resource
@@ -88,7 +87,7 @@ class BinpackPlugin(Plugin):
         return None
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self._weight: int = self.args["binpack.weight"]
         self._weights = resource_weights(self.args)

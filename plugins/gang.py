@@ -17,8 +17,7 @@ gang that ran once is not timed out when it later falls short (a pod finished, s
 
 from __future__ import annotations
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import ABSTAIN, PERMIT, Reject, Vote, hookimpl
+from vscheduler.hookspecs import ABSTAIN, PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import SCHEDULED_STATUSES, Condition, Job, Task, TaskStatus
 from vscheduler.plugin import Plugin
 
@@ -30,7 +29,7 @@ class GangPlugin(Plugin):
     name = "gang"
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
 
     def _timed_out(self, job: Job) -> str | None:
@@ -111,7 +110,7 @@ class GangPlugin(Plugin):
         return job.is_starving()
 
     @hookimpl
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: SessionView) -> None:
         for job in session.jobs.values():
             if not job.tasks or job.bare:
                 continue

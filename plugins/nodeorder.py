@@ -33,8 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.matching import Toleration, term_matches, tolerated
 from vscheduler.model import Node, Task
 from vscheduler.plugin import Argument, Plugin
@@ -174,7 +173,7 @@ class NodeOrderPlugin(Plugin):
         return None
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         args = self.args
         self._least: int = args["leastrequested.weight"]

@@ -37,8 +37,7 @@ The matching rules themselves (labels, tolerations, ports) are in `vscheduler.ma
 from __future__ import annotations
 
 from vscheduler.fit import Unfit
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.matching import (
     HARD_EFFECTS,
     UNSCHEDULABLE_TAINT,
@@ -126,7 +125,7 @@ class PredicatesPlugin(Plugin):
         return None
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self._affinity = bool(self.args["predicate.NodeAffinityEnable"])
         self._taints = bool(self.args["predicate.TaintTolerationEnable"])

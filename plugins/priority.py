@@ -7,8 +7,7 @@ that job's priority is lower, its own job's tasks if the task's priority is lowe
 
 from __future__ import annotations
 
-from vscheduler.framework.session import Session
-from vscheduler.hookspecs import hookimpl
+from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Job, Task
 from vscheduler.plugin import Plugin
 
@@ -21,7 +20,7 @@ class PriorityPlugin(Plugin):
     name = "priority"
 
     @hookimpl
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionView) -> None:
         self.session = session
 
     @hookimpl
