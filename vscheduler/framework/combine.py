@@ -59,10 +59,8 @@ def _no_scores(*args: Any) -> dict[str, float]:
 def every(tiers: Tiers, arity: int) -> Callable[..., Any]:
     """Rule.SESSION and Rule.NOTIFY: call each; the last non-empty answer wins."""
     fns = _flat(tiers)
-    if not fns:
-        return _none
-    if len(fns) == 1:
-        return fns[0]
+    if len(fns) < 2:  # (a lone plugin's method is bound as it is)
+        return fns[0] if fns else _none
 
     def notify(*args: Any) -> Any:
         last = None
@@ -75,10 +73,8 @@ def every(tiers: Tiers, arity: int) -> Callable[..., Any]:
 def first_nonzero(tiers: Tiers, arity: int) -> Callable[..., Any]:
     """Rule.ORDER: the first non-zero answer, else 0 (the caller's tie-break follows)."""
     fns = _flat(tiers)
-    if not fns:
-        return _zero
-    if len(fns) == 1:
-        return fns[0]
+    if len(fns) < 2:  # (a lone plugin's method is bound as it is)
+        return fns[0] if fns else _zero
 
     def order(*args: Any) -> int:
         for fn in fns:
@@ -92,10 +88,8 @@ def first_nonzero(tiers: Tiers, arity: int) -> Callable[..., Any]:
 def first_refusal(tiers: Tiers, arity: int) -> Callable[..., Any]:
     """Rule.FIRST_REFUSAL: the first answer that is not None, else None."""
     fns = _flat(tiers)
-    if not fns:
-        return _none2 if arity == 2 else _none
-    if len(fns) == 1:
-        return fns[0]
+    if len(fns) < 2:  # (a lone plugin's method is bound as it is)
+        return fns[0] if fns else (_none2 if arity == 2 else _none)
     if arity == 2:
         # `predicate` runs per task per node: no packing of its arguments
         def refusal2(first: Any, second: Any) -> Any:
@@ -166,10 +160,8 @@ def victims(tiers: Tiers, arity: int) -> Callable[..., Any]:
 def total(tiers: Tiers, arity: int) -> Callable[..., Any]:
     """Rule.SUM: the scores summed (`node_order`, per task per node)."""
     fns = _flat(tiers)
-    if not fns:
-        return lambda first, second: 0.0
-    if len(fns) == 1:
-        return fns[0]
+    if len(fns) < 2:  # (a lone plugin's method is bound as it is)
+        return fns[0] if fns else lambda first, second: 0.0
 
     def summed(first: Any, second: Any) -> float:
         return sum(fn(first, second) for fn in fns)
@@ -179,10 +171,8 @@ def total(tiers: Tiers, arity: int) -> Callable[..., Any]:
 def total_by_node(tiers: Tiers, arity: int) -> Callable[..., Any]:
     """Rule.SUM_BY_NODE: the scores summed per node name."""
     fns = _flat(tiers)
-    if not fns:
-        return _no_scores
-    if len(fns) == 1:
-        return fns[0]
+    if len(fns) < 2:  # (a lone plugin's method is bound as it is)
+        return fns[0] if fns else _no_scores
 
     def summed(*args: Any) -> dict[str, float]:
         scores: dict[str, float] = {}
