@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from vscheduler.framework.eviction import (
-    GANG_SAFE,
+    ARGUMENTS,
     Scope,
     VictimPolicy,
     evict_for,
@@ -28,15 +28,12 @@ from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
 from vscheduler.model import PREEMPTABLE_STATUSES, Job, Queue
-from vscheduler.plugin import Action, Argument
+from vscheduler.plugin import Action
 
 
 class Preempt(Action):
     name = "preempt"
-    arguments = (
-        GANG_SAFE,
-        Argument("predicateErrorCacheEnable", bool, True, "accepted, as for allocate"),
-    )
+    arguments = ARGUMENTS
 
     def execute(self, session: Session) -> None:
         # Bound or running preemptable pods of the queue's other jobs, as plugins offer

@@ -14,7 +14,7 @@ victims are gone. A job's evictions are committed only if the job is then pipeli
 from __future__ import annotations
 
 from vscheduler.framework.eviction import (
-    GANG_SAFE,
+    ARGUMENTS,
     Scope,
     VictimPolicy,
     evict_for,
@@ -24,15 +24,12 @@ from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
 from vscheduler.model import Job, Queue, TaskStatus
-from vscheduler.plugin import Action, Argument
+from vscheduler.plugin import Action
 
 
 class Reclaim(Action):
     name = "reclaim"
-    arguments = (
-        GANG_SAFE,
-        Argument("predicateErrorCacheEnable", bool, True, "accepted, as for allocate"),
-    )
+    arguments = ARGUMENTS
 
     def execute(self, session: Session) -> None:
         # Running preemptable pods of other, reclaimable queues, as plugins offer them;

@@ -35,12 +35,16 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
-__all__ = ["GANG_SAFE", "Scope", "VictimPolicy", "evict_for", "never_preempts", "plan",
-           "victim_order"]
+__all__ = ["ARGUMENTS", "GANG_SAFE", "Scope", "VictimPolicy", "evict_for", "never_preempts",
+           "plan", "victim_order"]
 
-# The argument of reclaim and preempt that turns gang-safe eviction off.
+# The arguments of reclaim and preempt: gang-safe eviction can be turned off.
 GANG_SAFE = Argument("gangSafeEviction", bool, True,
                      "evict a gang whole or not at all, never below its minMember")
+ARGUMENTS = (
+    GANG_SAFE,
+    Argument("predicateErrorCacheEnable", bool, True, "accepted, as for allocate"),
+)
 
 S = TaskStatus
 

@@ -114,7 +114,8 @@ class NodeSearch:
                 if found + len(feasible) >= wanted:
                     break
         window.end(tried)
-        self._rank(entry, feasible)
+        if feasible:
+            self._rank(entry, feasible)
         entry.position = len(session.node_changes)
 
     def _check_batch(self, entry: _Entry) -> None:
@@ -150,7 +151,8 @@ class NodeSearch:
             node = nodes[name]
             if self._judge(entry, node):
                 feasible.append(node)
-        self._rank(entry, feasible)
+        if feasible:
+            self._rank(entry, feasible)
 
     def _judge(self, entry: _Entry, node: Node) -> bool:
         """Whether `node` can take the entry's task; if not, record why."""
@@ -168,8 +170,6 @@ class NodeSearch:
     def _rank(self, entry: _Entry, feasible: list[Node]) -> None:
         """Add feasible nodes to the entry in their place: scored together, without
         batch scores (see `_check_batch`)."""
-        if not feasible:
-            return
         task = entry.task
         fits_now, index, key_of = self.fits_now, self.index, entry.key_of
         scores = node_scores(self.session, task, feasible, with_batch=False)
