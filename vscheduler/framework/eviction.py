@@ -20,7 +20,7 @@ gang's eviction are spared.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
@@ -94,9 +94,9 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     """Evict victims under `policy` on the first candidate node where that makes room
     for `preemptor`, and pipeline it there, merged into `statement`. False if no node
     works; then nothing has changed."""
-    nodes = eviction_candidates(session, preemptor)
+    nodes: Iterable[Node] = eviction_candidates(session, preemptor)
     if policy.best_node_first:
-        nodes = iter(best_first(session, preemptor, list(nodes)))
+        nodes = best_first(session, preemptor, list(nodes))
     eligible = _eligible(session, policy, preemptor)
     for node in nodes:
         victims = _plan_on_node(session, policy, preemptor, node, eligible)
