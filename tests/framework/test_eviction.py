@@ -84,8 +84,9 @@ def test_only_the_two_victim_hooks_may_offer() -> None:
 
 
 def test_a_pod_with_preemption_policy_never_evicts_no_one() -> None:
-    session = open_session([node("n1"), pod("p"), pod("q")])
-    task(session, "p").pod.preemption_policy = "Never"
+    never = pod("p")
+    never["spec"]["preemptionPolicy"] = "Never"
+    session = open_session([node("n1"), never, pod("q")])
     assert never_preempts(task(session, "p"))
     assert not never_preempts(task(session, "q"))
 
