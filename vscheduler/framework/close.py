@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from vscheduler.framework.results import SessionResult
     from vscheduler.framework.session import Session
 
-__all__ = ["NO_NODES", "close_session", "held_for_good", "podgroup_phase", "reasons_for"]
+__all__ = ["NO_NODES", "add_held_for_good", "close_session", "held_for_good", "podgroup_phase",
+           "reasons_for"]
 
 S = TaskStatus
 # Why every pod waits in a session with no nodes at all (none yet, or none readable).
@@ -37,10 +38,16 @@ def held_for_good(job: Job) -> Resource:
     """What `job` holds for good: its bound, binding and running pods' requests. Its
     tasks still ALLOCATED at close were never committed (the gang only got pipelined),
     so they are pending, not held."""
-    held = job.allocated.clone()
+    return add_held_for_good(Resource(), job)
+
+
+def add_held_for_good(total: Resource, job: Job) -> Resource:
+    """`total` plus what `job` holds for good (`held_for_good`, without a copy per job:
+    the close sums every job of the session)."""
+    total.add(job.allocated)
     for task in job.tasks_in(S.ALLOCATED):
-        held.sub(task.resreq)
-    return held
+        total.sub(task.resreq)
+    return total
 
 
 def close_session(session: Session) -> SessionResult:
@@ -82,7 +89,7 @@ def close_session(session: Session) -> SessionResult:
     for job in session.jobs.values():
         allocated = result.queues.get(job.queue)
         if allocated is not None:
-            allocated.add(held_for_good(job))
+            add_held_for_good(allocated, job)
     return result
 
 
