@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.builders import conf, gang, node, pod, podgroup, priority_class, queue, simulate
+from tests.builders import conf, node, pod, podgroup, priority_class, queue, simulate
 from tests.invariants import run_checked
 from vscheduler.simulate import Simulation
 
@@ -62,15 +62,3 @@ def test_an_infinite_card_request_is_refused_not_a_crash():
     assert report["podGroups"]["default/g"]["phase"] == "Pending"
     assert any(e["object"] == "PodGroup/default/g" and e["type"] == "Warning"
                for e in report["events"])
-
-
-def test_a_podgroup_whose_pods_are_all_gone_waits_again():
-    objects = [node("n1", cpu="2"), *gang("g", 2, cpu="1")]
-    simulation = Simulation(conf(CONF))
-    simulation.load([(str(i), o) for i, o in enumerate(objects)])
-    simulation.run(2)
-    assert simulation.report.as_dict()["podGroups"]["default/g"]["phase"] == "Running"
-    for i in range(2):
-        simulation.cache.delete_pod(f"default/g-{i}")
-    simulation.step()
-    assert simulation.report.as_dict()["podGroups"]["default/g"]["phase"] == "Pending"

@@ -22,7 +22,8 @@ from vscheduler.model import (
     Task,
     TaskStatus,
 )
-from vscheduler.objects import QUEUE_NAME_ANNOTATION, NodeSpec, ParsedPod, PodGroupSpec
+from vscheduler.objects import QUEUE_NAME_ANNOTATION, ParsedPod
+from vscheduler.specs import NodeSpec, PodGroupSpec
 
 __all__ = ["Cache", "Snapshot"]
 
@@ -61,6 +62,8 @@ class Cache:
         self.tasks: dict[str, Task] = {}  # pod key -> task (ours, and others' with a node)
         self.jobs: dict[str, Job] = {}
         self.podgroups: dict[str, PodGroupSpec] = {}
+        # PodGroup uid -> (running, succeeded, failed) as last read or written
+        self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
@@ -166,19 +169,20 @@ class Cache:
         if parsed.group:
             uid = f"{pod.namespace}/{parsed.group}"
             job = self.jobs.get(uid)
-            if job is None:
-                job = Job(pod.namespace, parsed.group, self.default_queue,
-                          creation=pod.creation)
+            if job is None:  # its PodGroup is not here yet: a job of defaults until it is
+                job = Job(PodGroupSpec(pod.namespace, parsed.group, creation=pod.creation),
+                          self.default_queue)
                 self.jobs[uid] = job
             return job
         # A pod of ours without a group: a job of one.
         queue = pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue
-        job = Job(pod.namespace, pod.name + BARE_JOB_SUFFIX, queue, 1,
-                  min_resources=parsed.resreq, priority_class_name=pod.priority_class_name,
-                  creation=pod.creation, preemptable=parsed.preemptable,
-                  annotations=pod.annotations, bare=True)
-        if parsed.status != S.PENDING:
-            job.phase = "Running"
+        spec = PodGroupSpec(
+            pod.namespace, pod.name + BARE_JOB_SUFFIX, queue, min_member=1,
+            min_resources=parsed.resreq, priority_class_name=pod.priority_class_name,
+            creation=pod.creation, preemptable=parsed.preemptable,
+            annotations=pod.annotations,
+            phase="Pending" if parsed.status == S.PENDING else "Running")
+        job = Job(spec, queue, bare=True)
         self.jobs[job.uid] = job
         return job
 
@@ -188,27 +192,23 @@ class Cache:
         self.generation += 1
         uid = f"{spec.namespace}/{spec.name}"
         self.podgroups[uid] = spec
+        self._status_counts[uid] = spec.counts
+        queue = spec.queue or self.default_queue
         job = self.jobs.get(uid)
         if job is None:
-            job = Job(spec.namespace, spec.name, self.default_queue)
-            self.jobs[uid] = job
+            self.jobs[uid] = Job(spec, queue)
+            return
+        # The job keeps its tasks and takes the new spec, with the status it says.
         job.dirty = True
-        job.queue = spec.queue or self.default_queue
-        job.min_available = spec.min_member
-        job.min_task_member = spec.min_task_member
-        job.min_resources = spec.min_resources
-        job.priority_class_name = spec.priority_class_name
+        job.spec = spec
+        job.queue = queue
         job.phase = spec.phase
-        job.creation = spec.creation
-        job.schedule_timeout = spec.schedule_timeout
-        job.annotations = spec.annotations
-        job.preemptable = spec.preemptable
-        job.conditions = [Condition(c["type"], c["status"], c["reason"], c["message"])
-                          for c in spec.conditions]
+        job.conditions = [Condition(*c) for c in spec.conditions]
 
     def delete_podgroup(self, uid: str) -> None:
         self.generation += 1
         self.podgroups.pop(uid, None)
+        self._status_counts.pop(uid, None)
         job = self.jobs.get(uid)
         if job is not None and not job.tasks:
             del self.jobs[uid]
@@ -286,10 +286,9 @@ class Cache:
         if job is None:
             return False
         counts = (job.count(S.RUNNING), job.count(S.SUCCEEDED), job.count(S.FAILED))
-        spec = self.podgroups.get(uid)
-        counted = spec is None or spec.counts == counts
-        if spec is not None:
-            spec.counts = counts
+        counted = self._status_counts.get(uid, counts) == counts
+        if uid in self._status_counts:
+            self._status_counts[uid] = counts
         if job.phase == phase and len(job.conditions) == len(conditions) and all(
                 a.same_as(b) for a, b in zip(job.conditions, conditions, strict=True)):
             return not counted
@@ -298,9 +297,6 @@ class Cache:
         job.phase = phase
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
                           for c in conditions]
-        if spec is not None:
-            spec.phase = phase
-            spec.conditions = [c.as_dict() for c in conditions]
         return True
 
     # ---------------------------------------------------------------- snapshot

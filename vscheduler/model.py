@@ -10,12 +10,13 @@ a group, scheduled as a job of one), a *queue* is a Volcano Queue.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from vscheduler.fit import NodeFitErrors
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+from vscheduler.specs import Pod, PodGroupSpec
 
 __all__ = [
     "ALLOCATED_STATUSES",
@@ -77,19 +78,32 @@ COMPLETED_STATUSES = S.SUCCEEDED | S.FAILED
 SCHEDULED_STATUSES = S.RUNNING | S.BOUND | S.SUCCEEDED | S.FAILED
 
 
-_EMPTY: dict[str, str] = {}  # shared, never mutated
+# ----------------------------------------------------------------------- snapshot copies
+#
+# A snapshot copies tasks, jobs and nodes (`clone`), and a session changes the copies
+# only. Each of these classes says once, beside its slots, how a copy gets each slot:
+#   SHARED  handed to the copy as is (immutable, or never changed in place);
+#   COPIED  slot -> the function that copies it (a container a session changes);
+#   REBUILT set by `clone` itself after the rest (indexes made anew, flags reset).
+# tests/test_cache.py checks that every slot is in exactly one of the three.
 
 
-_TRAILING_INDEX = re.compile(r"^[^-]+(?:-[^-]*)+-([0-9]+)$")
+_Copy = Callable[[Any], Any]
 
 
-def pod_index(name: str) -> int | None:
-    """The integer after a pod name's last '-', if the name has three parts or more
-    (`job-worker-3`): tasks of a job are placed in the order of their indexes."""
-    if name.count("-") < 2:
-        return None
-    match = _TRAILING_INDEX.match(name)
-    return int(match.group(1)) if match else None
+def _copier(cls: type) -> _Copy:
+    """A function copying a `cls` as its SHARED and COPIED say. Generated once as plain
+    assignments, so a copy costs what a hand-written one does: snapshots copy every task
+    of every job that changed."""
+    env: dict[str, Any] = {"cls": cls}
+    lines = ["def copy(self):", "    new = cls.__new__(cls)"]
+    lines += [f"    new.{slot} = self.{slot}" for slot in cls.SHARED]
+    for slot, copy in cls.COPIED.items():
+        env[f"copy_{slot}"] = copy
+        lines.append(f"    new.{slot} = copy_{slot}(self.{slot})")
+    lines.append("    return new")
+    exec("\n".join(lines), env)  # (source built from the class's own slot names)
+    return env["copy"]
 
 
 class PriorityClass:
@@ -99,69 +113,6 @@ class PriorityClass:
         self.name = name
         self.value = value
         self.global_default = global_default
-
-
-class Pod:
-    """What the scheduler reads of a pod. Shared, never mutated, between task clones."""
-
-    __slots__ = (
-        "annotations",
-        "creation",
-        "host_ports",
-        "index",
-        "key",
-        "labels",
-        "name",
-        "namespace",
-        "node_selector",
-        "nominated_node",
-        "owner_kind",
-        "phase",
-        "preemption_policy",
-        "preferred_affinity",
-        "priority",
-        "priority_class_name",
-        "required_affinity",
-        "resource_version",
-        "scheduler_name",
-        "scheduling_gates",
-        "tolerations",
-        "uid",
-    )
-
-    def __init__(self, **fields: Any) -> None:
-        self.uid: str = fields["uid"]
-        # metadata.resourceVersion: an Event's involvedObject names the version it saw
-        self.resource_version: str = fields.get("resource_version", "")
-        self.namespace: str = fields["namespace"]
-        self.name: str = fields["name"]
-        self.key: str = fields.get("key") or f"{self.namespace}/{self.name}"
-        self.index = pod_index(self.name)
-        self.scheduler_name: str = fields.get("scheduler_name", "")
-        self.annotations: dict[str, str] = fields.get("annotations") or _EMPTY
-        self.labels: dict[str, str] = fields.get("labels") or _EMPTY
-        self.creation: float = fields.get("creation", 0.0)
-        self.phase: str = fields.get("phase", "Pending")
-        self.priority: int | None = fields.get("priority")
-        self.priority_class_name: str = fields.get("priority_class_name", "")
-        self.preemption_policy: str = fields.get("preemption_policy", "")
-        self.owner_kind: str = fields.get("owner_kind", "")
-        self.node_selector: dict[str, str] = fields.get("node_selector") or _EMPTY
-        # Required node affinity: a list of terms (ORed), each a list of
-        # (key, operator, values) expressions (ANDed); None = no requirement.
-        self.required_affinity: list[list[tuple[str, str, tuple[str, ...]]]] | None = (
-            fields.get("required_affinity")
-        )
-        # Preferred node affinity: (weight, expressions) pairs.
-        self.preferred_affinity: Sequence[tuple[int, list[tuple[str, str, tuple[str, ...]]]]] = (
-            fields.get("preferred_affinity") or ()
-        )
-        # Tolerations: (key, operator, value, effect) tuples.
-        self.tolerations: Sequence[tuple[str, str, str, str]] = fields.get("tolerations") or ()
-        # Host ports: (protocol, host IP, port) tuples.
-        self.host_ports: Sequence[tuple[str, str, int]] = fields.get("host_ports") or ()
-        self.scheduling_gates: tuple[str, ...] = fields.get("scheduling_gates", ())
-        self.nominated_node: str = fields.get("nominated_node", "")
 
 
 class Task:
@@ -182,6 +133,10 @@ class Task:
         "status",
         "uid",
     )
+    # What a session changes of a task is plain values: a copy shares every slot.
+    SHARED: ClassVar[tuple[str, ...]] = __slots__
+    COPIED: ClassVar[dict[str, _Copy]] = {}
+    REBUILT: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -225,37 +180,25 @@ class Task:
         return bool(self.pod.scheduling_gates)
 
     def clone(self) -> Task:
-        task = Task.__new__(Task)
-        task.pod = self.pod
-        task.uid = self.uid
-        task.key = self.key
-        task.job_id = self.job_id
-        task.resreq = self.resreq
-        task.best_effort = self.best_effort
-        task.status = self.status
-        task.node_name = self.node_name
-        task.priority = self.priority
-        task.preemptable = self.preemptable
-        task.role = self.role
-        task.eviction_occurred = self.eviction_occurred
-        task.last_transaction = self.last_transaction
-        return task
+        return _copy_task(self)
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {status_label(self.status)}, node={self.node_name or '-'})"
 
 
-class Condition:
-    __slots__ = ("message", "reason", "status", "transition_id", "type")
+_copy_task = _copier(Task)
 
-    def __init__(
-        self, type: str, status: str, reason: str, message: str, transition_id: str = ""
-    ) -> None:
-        self.type = type
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.transition_id = transition_id
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Condition:
+    """A PodGroup condition. Frozen: a job's copies share them (`set_condition` replaces
+    one, never changes it)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    transition_id: str = ""
 
     def as_dict(self) -> dict[str, str]:
         return {"type": self.type, "status": self.status, "reason": self.reason,
@@ -267,70 +210,43 @@ class Condition:
 
 
 class Job:
-    """A PodGroup and its tasks, with the counters Volcano's gang rules read."""
+    """A PodGroup and its tasks, with the counters Volcano's gang rules read.
+
+    It holds its PodGroup's `spec`, shared by its copies, and reads what never changes
+    in a session from it (`min_available`, `creation`, ...); what the scheduler decides
+    (queue with the default filled in, priority, phase, conditions) it holds itself."""
 
     __slots__ = (
         "_by_status",
         "allocated",
-        "annotations",
         "bare",
         "conditions",
-        "creation",
         "dirty",
         "fit_errors",
         "held_only",
         "memo",
-        "min_available",
-        "min_resources",
-        "min_task_member",
-        "name",
-        "namespace",
         "phase",
-        "preemptable",
         "priority",
-        "priority_class_name",
         "queue",
-        "schedule_timeout",
+        "spec",
         "tasks",
         "uid",
     )
+    SHARED = ("bare", "held_only", "phase", "priority", "queue", "spec", "uid")
+    COPIED: ClassVar[dict[str, _Copy]] = {"conditions": list}
+    REBUILT = ("_by_status", "allocated", "dirty", "fit_errors", "memo", "tasks")
 
-    def __init__(
-        self,
-        namespace: str,
-        name: str,
-        queue: str,
-        min_available: int = 1,
-        *,
-        min_task_member: dict[str, int] | None = None,
-        min_resources: Resource | None = None,
-        priority_class_name: str = "",
-        phase: str = "Pending",
-        creation: float = 0.0,
-        preemptable: bool = False,
-        annotations: dict[str, str] | None = None,
-        bare: bool = False,
-    ) -> None:
-        self.uid = f"{namespace}/{name}"
-        self.namespace = namespace
-        self.name = name
+    def __init__(self, spec: PodGroupSpec, queue: str, *, bare: bool = False) -> None:
+        self.spec = spec
+        self.uid = f"{spec.namespace}/{spec.name}"
         self.queue = queue
-        self.min_available = min_available
-        self.min_task_member = min_task_member or {}
-        self.min_resources = min_resources
-        self.priority_class_name = priority_class_name
         self.priority = 0
-        self.phase = phase
-        self.conditions: list[Condition] = []
-        self.creation = creation
-        self.preemptable = preemptable
-        self.annotations = annotations or {}
+        self.phase = spec.phase
+        self.conditions: list[Condition] = [Condition(*c) for c in spec.conditions]
         self.bare = bare
         # Its PodGroup is gone: only its placed pods are in the session, so that what they
         # hold still counts against their queue; nothing of it is scheduled or written.
         self.held_only = False
-        # seconds from creation to give up scheduling it (scheduleTimeoutSeconds)
-        self.schedule_timeout: int | None = None
         self.tasks: dict[str, Task] = {}
         self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
@@ -342,6 +258,48 @@ class Job:
         # hands a copy on only if nothing changed it, so the next session's plugins may
         # reuse these instead of recounting every pod (see hookspecs, on_session_open).
         self.memo: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- the spec's fields
+
+    @property
+    def namespace(self) -> str:
+        return self.spec.namespace
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def min_available(self) -> int:
+        return self.spec.min_member
+
+    @property
+    def min_task_member(self) -> Mapping[str, int]:
+        return self.spec.min_task_member
+
+    @property
+    def min_resources(self) -> Resource | None:
+        return self.spec.min_resources
+
+    @property
+    def priority_class_name(self) -> str:
+        return self.spec.priority_class_name
+
+    @property
+    def creation(self) -> float:
+        return self.spec.creation
+
+    @property
+    def schedule_timeout(self) -> int | None:
+        return self.spec.schedule_timeout
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return self.spec.annotations
+
+    @property
+    def preemptable(self) -> bool:
+        return self.spec.preemptable
 
     # ---------------------------------------------------------------- tasks
 
@@ -510,16 +468,7 @@ class Job:
     # ---------------------------------------------------------------- copies
 
     def clone(self) -> Job:
-        job = Job.__new__(Job)
-        for slot in ("uid", "namespace", "name", "queue", "min_available",
-                     "min_task_member", "min_resources", "priority_class_name", "priority",
-                     "phase", "creation", "preemptable", "annotations", "bare",
-                     "held_only", "schedule_timeout"):
-            setattr(job, slot, getattr(self, slot))
-        job.conditions = [
-            Condition(c.type, c.status, c.reason, c.message, c.transition_id)
-            for c in self.conditions
-        ]
+        job = _copy_job(self)
         job.tasks = {}
         job._by_status = {}
         job.allocated = Resource()
@@ -532,6 +481,9 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.uid}, queue={self.queue}, min={self.min_available}, {self.phase})"
+
+
+_copy_job = _copier(Job)
 
 
 def _charged_alike(old: Status, new: Status) -> bool:
@@ -562,6 +514,12 @@ class Node:
         "unschedulable",
         "used",
     )
+    # memo: derived from labels and allocatable, which never change for a Node object
+    SHARED = ("allocatable", "labels", "max_pods", "memo", "name", "taints", "unschedulable")
+    COPIED: ClassVar[dict[str, _Copy]] = {
+        "idle": Resource.clone, "pipelined": Resource.clone, "releasing": Resource.clone,
+        "tasks": dict, "used": Resource.clone}
+    REBUILT = ("changes", "dirty")
 
     def __init__(
         self,
@@ -672,25 +630,16 @@ class Node:
         return len(self.tasks)
 
     def clone(self) -> Node:
-        node = Node.__new__(Node)
-        node.name = self.name
-        node.allocatable = self.allocatable
-        node.labels = self.labels
-        node.taints = self.taints
-        node.unschedulable = self.unschedulable
-        node.max_pods = self.max_pods
-        node.idle = self.idle.clone()
-        node.used = self.used.clone()
-        node.releasing = self.releasing.clone()
-        node.pipelined = self.pipelined.clone()
-        node.tasks = dict(self.tasks)
+        node = _copy_node(self)
         node.changes = None
         node.dirty = False
-        node.memo = self.memo
         return node
 
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle})"
+
+
+_copy_node = _copier(Node)
 
 
 class Queue:

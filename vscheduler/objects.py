@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vscheduler.matching import NODE_NAME_FIELD
-from vscheduler.model import Pod, PriorityClass, Queue, Status, TaskStatus
+from vscheduler.model import PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
+from vscheduler.specs import NodeSpec, Pod, PodGroupSpec
 from vscheduler.textinput import TextError, brief, load_json
 
 __all__ = [
@@ -416,18 +417,6 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
 # --------------------------------------------------------------------------- nodes
 
 
-class NodeSpec:
-    __slots__ = ("allocatable", "labels", "name", "taints", "unschedulable")
-
-    def __init__(self, name: str, allocatable: Resource, labels: dict[str, str],
-                 taints: list[tuple[str, str, str]], unschedulable: bool) -> None:
-        self.name = name
-        self.allocatable = allocatable
-        self.labels = labels
-        self.taints = taints
-        self.unschedulable = unschedulable
-
-
 def parse_node(obj: dict) -> NodeSpec:
     _, name, meta = metadata(obj)
     spec = _map(obj.get("spec"), "spec")
@@ -451,19 +440,6 @@ def parse_node(obj: dict) -> NodeSpec:
 
 
 # --------------------------------------------------------------------------- volcano
-
-
-class PodGroupSpec:
-    # api_version, uid and resource_version: which CRD the object is of (its status is
-    # written as that CRD allows) and what an Event's involvedObject names.
-    __slots__ = ("annotations", "api_version", "conditions", "counts", "creation",
-                 "min_member", "min_resources", "min_task_member", "name", "namespace",
-                 "phase", "preemptable", "priority_class_name", "queue", "resource_version",
-                 "schedule_timeout", "uid")
-
-    def __init__(self, **fields: Any) -> None:
-        for slot in self.__slots__:
-            setattr(self, slot, fields[slot])
 
 
 def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
@@ -490,8 +466,9 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
     conditions = []
     for cond in _list(status.get("conditions"), "status.conditions"):
         cond = _map(cond, "status.conditions[]")
-        conditions.append({k: _text(cond.get(k), f"status.conditions[].{k}", "")
-                           for k in ("type", "status", "reason", "message")})
+        type_, state, reason, message = (_text(cond.get(k), f"status.conditions[].{k}", "")
+                                         for k in ("type", "status", "reason", "message"))
+        conditions.append((type_, state, reason, message))
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     return PodGroupSpec(
         namespace=namespace,
@@ -509,12 +486,15 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
         queue=_text(spec.get("queue"), "spec.queue", ""),
         phase=_text(status.get("phase"), "status.phase", "Pending"),
-        conditions=conditions,
-        # (running, succeeded, failed) as the object says: what a status write compares to
-        counts=tuple(_int(status.get(k), f"status.{k}", 0) for k in
-                     ("running", "succeeded", "failed")),
+        conditions=tuple(conditions),
+        counts=(_count(status, "running"), _count(status, "succeeded"),
+                _count(status, "failed")),
         schedule_timeout=timeout,
     )
+
+
+def _count(status: dict, key: str) -> int:
+    return _int(status.get(key), f"status.{key}", 0) or 0
 
 
 def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:

@@ -281,20 +281,6 @@ def test_what_a_session_changed_is_copied_again():
         cache.tasks["default/train-0"].status}
 
 
-def test_a_node_update_that_changes_nothing_read_changes_nothing():
-    from vscheduler.objects import parse_node
-
-    cache = b.load_cache([b.node("n1", labels={"zone": "a"}), b.pod("p", node_name="n1")])
-    before = (cache.generation, cache.node_specs, cache.nodes["n1"])
-    heartbeat = b.node("n1", labels={"zone": "a"})
-    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-    cache.add_node(parse_node(heartbeat))
-    assert (cache.generation, cache.node_specs, cache.nodes["n1"]) == before
-    cache.add_node(parse_node(b.node("n1", labels={"zone": "b"})))
-    assert cache.node_specs == before[1] + 1 and cache.nodes["n1"] is not before[2]
-    assert "default/p" in cache.nodes["n1"].tasks  # its pods move to the new object
-
-
 @pytest.mark.parametrize("reuse", [True, False])
 def test_running_pods_of_a_deleted_podgroup_still_count_against_their_queue(reuse):
     """A PodGroup deleted while its pods run: the pods keep their node and their queue's

@@ -1,0 +1,140 @@
+"""The cache: what objects arriving and leaving do to it, what it says to write, and how
+its tasks, jobs and nodes are copied for a session (snapshots themselves are tested in
+tests/framework/test_snapshot.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from tests.builders import conf, gang, load_cache, node, pod, podgroup
+from vscheduler import model
+from vscheduler.model import Condition
+from vscheduler.objects import parse_node, parse_pod, parse_podgroup
+from vscheduler.simulate import Simulation
+from vscheduler.specs import NodeSpec, Pod, PodGroupSpec
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+
+COPIED_CLASSES = [cls for _, cls in inspect.getmembers(model, inspect.isclass)
+                  if cls.__module__ == model.__name__ and hasattr(cls, "clone")]
+
+
+def test_the_classes_a_snapshot_copies_are_found():
+    assert {cls.__name__ for cls in COPIED_CLASSES} >= {"Task", "Job", "Node"}
+
+
+@pytest.mark.parametrize("cls", COPIED_CLASSES, ids=lambda cls: cls.__name__)
+def test_every_slot_is_shared_copied_or_rebuilt_exactly_once(cls: type):
+    declared = [*cls.SHARED, *cls.COPIED, *cls.REBUILT]
+    assert sorted(declared) == sorted(set(declared)), "a slot declared twice"
+    assert set(declared) == set(cls.__slots__)
+
+
+def _copies() -> list[tuple[object, object]]:
+    """(original, copy) pairs of every copied class, the originals as the cache holds
+    them after a session ran."""
+    simulation = Simulation(conf(CONF))
+    objects = [node("n1", cpu="2"), *gang("g", 3, cpu="1"), pod("solo", cpu="1")]
+    simulation.load([(f"t#{i}", obj) for i, obj in enumerate(objects)])
+    simulation.run(1)
+    cache = simulation.cache
+    job, bare, task, n1 = (cache.jobs["default/g"], cache.jobs["default/solo#pod"],
+                           cache.tasks["default/g-0"], cache.nodes["n1"])
+    assert job.conditions and n1.tasks  # (what there is to copy is there)
+    return [(job, job.clone()), (bare, bare.clone()), (task, task.clone()),
+            (n1, n1.clone())]
+
+
+def test_a_copy_shares_what_is_shared_and_has_its_own_of_what_is_copied():
+    for original, copy in _copies():
+        cls = type(original)
+        for slot in cls.SHARED:
+            assert getattr(copy, slot) is getattr(original, slot), (cls.__name__, slot)
+        for slot in cls.COPIED:
+            mine, theirs = getattr(copy, slot), getattr(original, slot)
+            assert mine is not theirs, (cls.__name__, slot)
+            assert type(mine) is type(theirs), (cls.__name__, slot)
+        for slot in cls.REBUILT:
+            getattr(copy, slot)  # set (an unset slot raises)
+
+
+def test_a_copy_rebuilds_a_jobs_indexes_on_its_own_task_copies():
+    cache = load_cache([node("n1"), *gang("g", 2)])
+    job = cache.jobs["default/g"]
+    copy = job.clone()
+    assert set(copy.tasks) == set(job.tasks) and not copy.dirty
+    assert all(copy.tasks[uid] is not task for uid, task in job.tasks.items())
+    assert copy.count(model.TaskStatus.PENDING) == 2 and copy.allocated.is_empty()
+
+
+def test_what_is_read_from_the_api_cannot_be_changed():
+    parsed = parse_pod(pod("p"))
+    spec = parse_podgroup(podgroup("g", 2))
+    for frozen, field in ((parsed.pod, "phase"), (spec, "min_member"),
+                          (parse_node(node("n1")), "unschedulable"),
+                          (Condition("Ready", "True", "", ""), "status")):
+        assert isinstance(frozen, Pod | PodGroupSpec | NodeSpec | Condition)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, field, None)
+
+
+def test_a_job_reads_its_podgroups_spec_and_takes_a_new_one():
+    cache = load_cache([podgroup("g", 2, queue="q"), pod("g-0", group="g")])
+    job = cache.jobs["default/g"]
+    assert (job.spec is cache.podgroups["default/g"], job.min_available, job.queue) == (
+        True, 2, "q")
+    cache.add_podgroup(parse_podgroup(podgroup("g", 3)))
+    assert (job.min_available, job.queue, len(job.tasks)) == (3, "default", 1)
+
+
+def test_a_pod_before_its_podgroup_waits_in_a_job_of_defaults():
+    cache = load_cache([pod("g-0", group="g", creation="2024-01-01T00:00:00Z")])
+    job = cache.jobs["default/g"]
+    assert (job.min_available, job.queue, job.creation) == (1, "default", 1704067200)
+    assert "default/g" not in cache.podgroups
+
+
+def test_a_status_is_written_only_when_it_changes():
+    cache = load_cache([node("n1"), podgroup("g", 1, phase="Running"),
+                        pod("g-0", group="g", node_name="n1", phase="Running")])
+    job = cache.jobs["default/g"]
+    # the object says 0 running: the count differs, so the status is written once
+    assert cache.set_podgroup_status("default/g", "Running", [])
+    assert not cache.set_podgroup_status("default/g", "Running", [])
+    assert cache.set_podgroup_status("default/g", "Running", [
+        Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "")])
+    assert [c.type for c in job.conditions] == ["Scheduled"]
+    cache.add_podgroup(parse_podgroup(podgroup("g", 1, phase="Running")))  # read again
+    assert cache.set_podgroup_status("default/g", "Running", [])
+
+
+def test_a_podgroup_whose_pods_are_all_gone_waits_again():
+    objects = [node("n1", cpu="2"), *gang("g", 2, cpu="1")]
+    simulation = Simulation(conf(CONF))
+    simulation.load([(str(i), o) for i, o in enumerate(objects)])
+    simulation.run(2)
+    assert simulation.report.as_dict()["podGroups"]["default/g"]["phase"] == "Running"
+    for i in range(2):
+        simulation.cache.delete_pod(f"default/g-{i}")
+    simulation.step()
+    assert simulation.report.as_dict()["podGroups"]["default/g"]["phase"] == "Pending"
+
+
+def test_a_node_update_that_changes_nothing_read_changes_nothing():
+    cache = load_cache([node("n1", labels={"zone": "a"}), pod("p", node_name="n1")])
+    before = (cache.generation, cache.node_specs, cache.nodes["n1"])
+    heartbeat = node("n1", labels={"zone": "a"})
+    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    cache.add_node(parse_node(heartbeat))
+    assert (cache.generation, cache.node_specs, cache.nodes["n1"]) == before
+    cache.add_node(parse_node(node("n1", labels={"zone": "b"})))
+    assert cache.node_specs == before[1] + 1 and cache.nodes["n1"] is not before[2]
+    assert "default/p" in cache.nodes["n1"].tasks  # its pods move to the new object

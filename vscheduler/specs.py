@@ -1,0 +1,124 @@
+"""What the scheduler reads of Kubernetes objects, frozen: built once by `objects.py` from
+the API's JSON, then shared by the cache, every snapshot and every session.
+
+Frozen so that sharing is safe: a copy-on-write snapshot hands the same `Pod` to every
+copy of a task and the same `PodGroupSpec` to every copy of a job, which is only right
+if nobody can change one under the others. What a session does change (a task's status,
+a job's phase) lives on the `model` objects that hold these specs.
+
+Dataclasses with `slots=True` read as fast as hand-written `__slots__` classes (the
+predicates read a pod's selector and tolerations for every node); `eq=False` keeps
+identity comparison and hashing, since two pods with equal fields are still two pods.
+Maps and lists inside are shared too and never mutated (`Mapping`, tuples).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from vscheduler.resources import Resource
+
+__all__ = ["Affinity", "ConditionSpec", "NodeSpec", "Pod", "PodGroupSpec", "pod_index"]
+
+# Node affinity terms: a list of terms (ORed), each a list of (key, operator, values)
+# expressions (ANDed).
+Affinity = list[list[tuple[str, str, tuple[str, ...]]]]
+# A PodGroup condition as read: (type, status, reason, message).
+ConditionSpec = tuple[str, str, str, str]
+
+VOLCANO_PODGROUP = "scheduling.volcano.sh/v1beta1"
+
+_TRAILING_INDEX = re.compile(r"^[^-]+(?:-[^-]*)+-([0-9]+)$")
+
+
+def pod_index(name: str) -> int | None:
+    """The integer after a pod name's last '-', if the name has three parts or more
+    (`job-worker-3`): tasks of a job are placed in the order of their indexes."""
+    if name.count("-") < 2:
+        return None
+    match = _TRAILING_INDEX.match(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pod:
+    """What the scheduler reads of a pod."""
+
+    uid: str
+    namespace: str
+    name: str
+    # `namespace/name`, the key the cache and reports use ("" = made from the two)
+    key: str = ""
+    # metadata.resourceVersion: an Event's involvedObject names the version it saw
+    resource_version: str = ""
+    scheduler_name: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    creation: float = 0.0
+    phase: str = "Pending"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    owner_kind: str = ""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # Required node affinity; None = no requirement.
+    required_affinity: Affinity | None = None
+    # Preferred node affinity: (weight, expressions) pairs.
+    preferred_affinity: Sequence[tuple[int, list[tuple[str, str, tuple[str, ...]]]]] = ()
+    # (key, operator, value, effect)
+    tolerations: Sequence[tuple[str, str, str, str]] = ()
+    # (protocol, host IP, port)
+    host_ports: Sequence[tuple[str, str, int]] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    nominated_node: str = ""
+    # derived from the name (see `pod_index`)
+    index: int | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "index", pod_index(self.name))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodGroupSpec:
+    """What the scheduler reads of a PodGroup; a job holds it (`Job.spec`). A pod without
+    a group is a job with a spec made from the pod, and a pod whose PodGroup has not
+    arrived yet waits in a job with a spec of defaults."""
+
+    namespace: str
+    name: str
+    queue: str = ""  # "" = the cache's default queue
+    min_member: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    priority_class_name: str = ""
+    creation: float = 0.0
+    # seconds from creation to give up scheduling it (scheduleTimeoutSeconds)
+    schedule_timeout: int | None = None
+    preemptable: bool = False
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    # Which CRD the object is of (its status is written as that CRD allows), and what
+    # an Event's involvedObject names.
+    api_version: str = VOLCANO_PODGROUP
+    uid: str = ""
+    resource_version: str = ""
+    # Its status as read: the job starts from these.
+    phase: str = "Pending"
+    conditions: tuple[ConditionSpec, ...] = ()
+    # (running, succeeded, failed): what a status write compares to
+    counts: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeSpec:
+    """What the scheduler reads of a node; the cache builds a `Node` from it."""
+
+    name: str
+    allocatable: Resource
+    labels: Mapping[str, str]
+    # (key, value, effect)
+    taints: Sequence[tuple[str, str, str]]
+    unschedulable: bool
