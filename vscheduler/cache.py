@@ -310,105 +310,160 @@ class Cache:
     def snapshot(self, reuse: bool = True) -> Snapshot:
         """The jobs and nodes a session may change, copied from the cache.
 
-        Copy-on-write across sessions: a job or node that neither the cache nor the last
-        session changed since the last snapshot (see `dirty`) keeps the copy that
-        snapshot made, so a snapshot costs what changed plus one pass over the names.
-        The last session must have ended: this takes the last snapshot apart.
-        `reuse=False` copies everything and leaves what the next snapshot reuses alone
-        (tests compare the two)."""
-        queues = dict(self.queues)
-        if self.default_queue not in queues:
-            queues[self.default_queue] = Queue(self.default_queue)
-        default_priority = self._global_default()
+        Copy-on-write across sessions (see `_CopyOnWrite`): a snapshot costs what changed
+        plus one pass over the names. The last session must have ended: this takes the
+        last snapshot apart. `reuse=False` copies everything and leaves what the next
+        snapshot reuses alone (tests compare the two)."""
+        queues = self._session_queues()
         # The last snapshot is taken apart as this one is built, so that what is not
         # handed on is freed along the way, not held until the end.
         previous, self._previous = (self._previous, None) if reuse else (None, self._previous)
-        old_jobs = previous.jobs if previous else {}
-        old_nodes = previous.nodes if previous else {}
+        copies = _CopyOnWrite(previous, self._task_clones if reuse else {})
         del previous
-        # Tasks in the snapshot's jobs must be the same objects the snapshot's nodes hold,
-        # so a session's changes to one are seen by the other.
-        clones = self._task_clones if reuse else {}
-        moved: list[tuple[str, str]] = []  # (pod key, node) of task copies made or dropped
-
-        def drop(old: Job) -> None:
-            for task in old.tasks.values():
-                if clones.get(task.key) is task:
-                    del clones[task.key]
-                moved.append((task.key, task.node_name))
-
+        default_priority = self._default_job_priority()
         jobs: dict[str, Job] = {}
         skipped: dict[str, tuple[Task, str]] = {}
         warnings: list[tuple[str, str, str]] = []
         for uid in sorted(self.jobs):
             job = self.jobs[uid]
             held_only = not job.bare and uid not in self.podgroups
-            if held_only:
-                for task in job.tasks_in(S.PENDING):
-                    skipped[task.key] = (task, f"PodGroup {uid} not found: the pod waits for it")
-                if len(job.tasks) == job.count(S.PENDING):
-                    continue
-            if job.queue not in queues:
-                message = f"queue {job.queue!r} not found: the job waits for it"
-                for task in job.tasks_in(S.PENDING):
-                    skipped[task.key] = (task, message)
-                obj = f"Pod/{next(iter(job.tasks.values())).key}" if job.bare else \
-                    f"PodGroup/{uid}"
-                warnings.append((obj, "QueueNotFound", message))
+            if self._left_out(job, held_only, queues, skipped, warnings):
                 continue
-            clone = old_jobs.pop(uid, None)
-            if clone is not None and not (clone.dirty or job.dirty) \
-                    and clone.held_only == held_only:
-                # What sessions change without marking the job dirty is reset.
-                clone.phase = job.phase
-                if clone.fit_errors:
-                    clone.fit_errors = {}
-            else:
-                if clone is not None:
-                    drop(clone)
-                clone = job.clone()
-                if held_only:
-                    clone.held_only = True
-                    for task in list(clone.tasks_in(S.PENDING)):
-                        clone.remove_task(task)
-                for task in clone.tasks.values():
-                    clones[task.key] = task
-                    moved.append((task.key, task.node_name))
+            clone = copies.job(job, held_only)
             if reuse:
                 job.dirty = False
-            pc = self.priority_classes.get(job.priority_class_name)
-            clone.priority = pc.value if pc else (default_priority.value
-                                                  if default_priority else 0)
+            clone.priority = self._job_priority(job, default_priority)
             jobs[uid] = clone
-        for old in old_jobs.values():  # jobs gone, or left out this time
-            drop(old)
-        old_jobs.clear()
+        copies.drop_old_jobs()
         nodes: dict[str, Node] = {}
         for name, node in self.nodes.items():
-            clone = old_nodes.pop(name, None)
-            if clone is None or clone.dirty or node.dirty:
-                clone = node.clone()
-                for key, (_, status) in node.tasks.items():
-                    task = clones.get(key)
-                    if task is not None:
-                        clone.tasks[key] = (task, status)
+            nodes[name] = copies.node(node)
             if reuse:
                 node.dirty = False
-            nodes[name] = clone
-        old_nodes.clear()
-        # A node copy handed on may still hold the task copies of jobs copied anew.
-        for key, node_name in moved:
-            node = nodes.get(node_name)
-            entry = node.tasks.get(key) if node is not None else None
-            if entry is not None:
-                current = clones.get(key) or self.tasks.get(key)
-                if current is not None and current is not entry[0]:
-                    node.tasks[key] = (current, entry[1])
+        copies.relink(nodes, self.tasks)
         snapshot = Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped,
                             warnings, self.node_specs)
         if reuse:
             self._previous = snapshot
         return snapshot
+
+    def _session_queues(self) -> dict[str, Queue]:
+        """The queues a session sees: the default queue exists even if no object names it."""
+        queues = dict(self.queues)
+        if self.default_queue not in queues:
+            queues[self.default_queue] = Queue(self.default_queue)
+        return queues
+
+    def _left_out(self, job: Job, held_only: bool, queues: dict[str, Queue],
+                  skipped: dict[str, tuple[Task, str]],
+                  warnings: list[tuple[str, str, str]]) -> bool:
+        """Whether a job stays out of the session, recording why its pending pods wait.
+
+        A job whose PodGroup was deleted under running pods enters `held_only` (its
+        placed pods still count against their queue); its pending pods wait for the
+        PodGroup, and with nothing placed it stays out. A job whose queue is missing
+        stays out with a Warning event: its pods wait for the queue."""
+        if held_only:
+            for task in job.tasks_in(S.PENDING):
+                skipped[task.key] = (task, f"PodGroup {job.uid} not found: the pod waits for it")
+            if len(job.tasks) == job.count(S.PENDING):
+                return True
+        if job.queue in queues:
+            return False
+        message = f"queue {job.queue!r} not found: the job waits for it"
+        for task in job.tasks_in(S.PENDING):
+            skipped[task.key] = (task, message)
+        obj = f"Pod/{next(iter(job.tasks.values())).key}" if job.bare else f"PodGroup/{job.uid}"
+        warnings.append((obj, "QueueNotFound", message))
+        return True
+
+    def _default_job_priority(self) -> int:
+        default = self._global_default()
+        return default.value if default else 0
+
+    def _job_priority(self, job: Job, default: int) -> int:
+        """A job's priority: its PriorityClass's value, else the global default class's,
+        else 0 (a pod's is 1: see `_pod_priority`). Read at every snapshot, since
+        PriorityClasses may change under a job."""
+        pc = self.priority_classes.get(job.priority_class_name)
+        return pc.value if pc else default
+
+
+class _CopyOnWrite:
+    """One snapshot's copies, made from the last snapshot's where it can.
+
+    A job or node that neither the cache nor the last session changed since the last
+    snapshot (see `dirty`) keeps the copy that snapshot made; any other is copied anew.
+    Tasks in the snapshot's jobs must be the very objects the snapshot's nodes hold, so a
+    session's changes to one are seen by the other: `clones` maps pod keys to the task
+    copies of the jobs handed out, and `moved` notes the task copies made or dropped,
+    whose nodes must point at the right copy (`relink`)."""
+
+    __slots__ = ("clones", "moved", "old_jobs", "old_nodes")
+
+    def __init__(self, previous: Snapshot | None, clones: dict[str, Task]) -> None:
+        self.old_jobs = previous.jobs if previous else {}
+        self.old_nodes = previous.nodes if previous else {}
+        self.clones = clones
+        self.moved: list[tuple[str, str]] = []  # (pod key, node) of task copies
+
+    def job(self, job: Job, held_only: bool) -> Job:
+        """The last snapshot's copy of `job` if still good, else a new copy."""
+        clone = self.old_jobs.pop(job.uid, None)
+        if clone is not None and not (clone.dirty or job.dirty) \
+                and clone.held_only == held_only:
+            # What sessions change without marking the job dirty is reset.
+            clone.phase = job.phase
+            if clone.fit_errors:
+                clone.fit_errors = {}
+            return clone
+        if clone is not None:
+            self._drop(clone)
+        clone = job.clone()
+        if held_only:
+            clone.held_only = True
+            for task in list(clone.tasks_in(S.PENDING)):
+                clone.remove_task(task)
+        for task in clone.tasks.values():
+            self.clones[task.key] = task
+            self.moved.append((task.key, task.node_name))
+        return clone
+
+    def drop_old_jobs(self) -> None:
+        """Forget the last snapshot's copies of jobs gone, or left out this time."""
+        for old in self.old_jobs.values():
+            self._drop(old)
+        self.old_jobs.clear()
+
+    def _drop(self, old: Job) -> None:
+        for task in old.tasks.values():
+            if self.clones.get(task.key) is task:
+                del self.clones[task.key]
+            self.moved.append((task.key, task.node_name))
+
+    def node(self, node: Node) -> Node:
+        """The last snapshot's copy of `node` if still good, else a new copy holding the
+        task copies of this snapshot's jobs."""
+        clone = self.old_nodes.pop(node.name, None)
+        if clone is None or clone.dirty or node.dirty:
+            clone = node.clone()
+            for key, (_, status) in node.tasks.items():
+                task = self.clones.get(key)
+                if task is not None:
+                    clone.tasks[key] = (task, status)
+        return clone
+
+    def relink(self, nodes: dict[str, Node], cache_tasks: dict[str, Task]) -> None:
+        """A node copy handed on may still hold the task copies of jobs copied anew (or
+        dropped): point it at this snapshot's copy, or the cache's task."""
+        self.old_nodes.clear()
+        for key, node_name in self.moved:
+            node = nodes.get(node_name)
+            entry = node.tasks.get(key) if node is not None else None
+            if entry is not None:
+                current = self.clones.get(key) or cache_tasks.get(key)
+                if current is not None and current is not entry[0]:
+                    node.tasks[key] = (current, entry[1])
 
 
 def _same_spec(node: Node, spec: NodeSpec) -> bool:
