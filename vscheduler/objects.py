@@ -67,11 +67,11 @@ def _list(obj: Any, where: str) -> list:
     return obj
 
 
-# Read-only, shared: most pods have no selector, no tolerations, no host ports. Parsed
-# objects are never mutated (ARCHITECTURE: the cache keeps light objects), so sharing
-# them saves memory on clusters of tens of thousands of pods.
+# Read-only, shared: most pods have no selector, labels or annotations. Parsed objects
+# are never mutated (frozen specs, see specs.py), so sharing them saves memory on
+# clusters of tens of thousands of pods (lists read become tuples, and the empty tuple
+# is one object already).
 _NO_STRINGS: dict[str, str] = {}
-_NOTHING: tuple = ()
 _SHARED_REQUESTS: dict[tuple, Resource] = {}
 
 
@@ -243,7 +243,7 @@ def _node_selector_term(term: Any, where: str) -> list[tuple[str, str, tuple[str
     return exprs
 
 
-def _affinity(spec: dict) -> tuple[list | None, list]:
+def _affinity(spec: dict) -> tuple[list | None, tuple]:
     affinity = _map(spec.get("affinity"), "spec.affinity")
     node_affinity = _map(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
     where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -262,10 +262,10 @@ def _affinity(spec: dict) -> tuple[list | None, list]:
         weight = _int(pref.get("weight"), f"{where}[{i}].weight", 0)
         preferred.append((weight, _node_selector_term(pref.get("preference"),
                                                       f"{where}[{i}].preference")))
-    return required, preferred or _NOTHING
+    return required, tuple(preferred)
 
 
-def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
+def _tolerations(spec: dict) -> tuple[tuple[str, str, str, str], ...]:
     out = []
     for i, tol in enumerate(_list(spec.get("tolerations"), "spec.tolerations")):
         tol = _map(tol, f"spec.tolerations[{i}]")
@@ -277,10 +277,10 @@ def _tolerations(spec: dict) -> list[tuple[str, str, str, str]]:
         out.append((_text(tol.get("key"), f"{where}.key", ""), operator,
                     _text(tol.get("value"), f"{where}.value", ""),
                     _text(tol.get("effect"), f"{where}.effect", "")))
-    return out or _NOTHING
+    return tuple(out)
 
 
-def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
+def _host_ports(spec: dict) -> tuple[tuple[str, str, int], ...]:
     out = []
     for i, container in enumerate(_list(spec.get("containers"), "spec.containers")):
         for j, port in enumerate(_list(_map(container, "c").get("ports"),
@@ -292,7 +292,7 @@ def _host_ports(spec: dict) -> list[tuple[str, str, int]]:
                 where = f"spec.containers[{i}].ports[{j}]"
                 out.append((_text(port.get("protocol"), f"{where}.protocol", "TCP"),
                             _text(port.get("hostIP"), f"{where}.hostIP", "0.0.0.0"), host_port))
-    return out or _NOTHING
+    return tuple(out)
 
 
 def task_status(phase: str, node_name: str, deleting: bool) -> Status:
