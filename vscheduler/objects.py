@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -310,22 +311,18 @@ def task_status(phase: str, node_name: str, deleting: bool) -> Status:
     return TaskStatus.UNKNOWN
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class ParsedPod:
     """A pod read from its dict: the shared `Pod`, plus what a task needs."""
 
-    __slots__ = ("deleting", "group", "node_name", "pod", "preemptable", "resreq", "role",
-                 "task_priority")
-
-    def __init__(self, pod: Pod, resreq: Resource, node_name: str, deleting: bool,
-                 group: str, role: str, preemptable: bool, task_priority: int | None):
-        self.pod = pod
-        self.resreq = resreq
-        self.node_name = node_name
-        self.deleting = deleting
-        self.group = group
-        self.role = role
-        self.preemptable = preemptable
-        self.task_priority = task_priority
+    pod: Pod
+    resreq: Resource
+    node_name: str
+    deleting: bool
+    group: str  # its PodGroup's name, "" for none
+    role: str  # volcano.sh/task-spec
+    preemptable: bool
+    task_priority: int | None  # volcano.sh/task-priority, None for none
 
     @property
     def status(self) -> Status:
