@@ -46,7 +46,8 @@ class Allocate(Action):
                 if not auto_admit:
                     continue
                 job.phase = "Inqueue"
-            if not job.count(S.PENDING):
+            pending = job.count(S.PENDING)
+            if not pending:
                 continue  # nothing to place (and nothing to explain)
             invalid = session.job_valid(job)
             if invalid is not None:
@@ -58,7 +59,7 @@ class Allocate(Action):
                 session.explain_job(job, closed)
                 continue
             tasks = placeable_tasks(job)
-            if len(tasks) < job.count(S.PENDING):
+            if len(tasks) < pending:
                 _explain_gates(session, job)
             if not tasks:
                 continue
