@@ -41,12 +41,20 @@ from vscheduler.cards import (
     parse_card_counts,
 )
 from vscheduler.fit import Unfit
-from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
+from vscheduler.model import (
+    ALLOCATED_STATUSES,
+    PLACED_FOR_GOOD,
+    Job,
+    Node,
+    Queue,
+    Task,
+    TaskStatus,
+)
 from vscheduler.quota import capability_of, holds_admission, owed, passes
 from vscheduler.resources import CPU, INF, MEMORY, MIN_RESOURCE, Resource
 
 __all__ = ["CARD_NAME_REASON", "CARD_REASON", "CARD_REQUEST_REASON", "CLUSTER_REASON",
-           "CPU_REASON", "MEMORY_REASON", "PLACED_FOR_GOOD", "CardLedger", "Failure",
+           "CPU_REASON", "MEMORY_REASON", "CardLedger", "Failure",
            "JobCards", "QueueCards", "TaskCards", "quota_message"]
 
 S = TaskStatus
@@ -56,7 +64,6 @@ DONE = S.SUCCEEDED | S.FAILED
 PLACING = S.ALLOCATED | S.PIPELINED
 # What a queue's reported cards count: pods bound, being bound or running, never a
 # gang's allocations that were not committed (they are still pending).
-PLACED_FOR_GOOD = ALLOCATED_STATUSES & ~S.ALLOCATED
 
 # Event reasons (Kubernetes Event `reason` field) of the failures below.
 CPU_REASON = "InsufficientCPUQuota"

@@ -73,6 +73,9 @@ def status_label(status: Status) -> str:
 S = TaskStatus
 # Counted in a job's and a queue's allocation (Releasing and Pipelined are not).
 ALLOCATED_STATUSES = S.BOUND | S.BINDING | S.RUNNING | S.ALLOCATED
+# Placed for good: what a queue's reported and written figures count. A task still
+# ALLOCATED at close was never committed (its gang only got pipelined): it is pending.
+PLACED_FOR_GOOD = ALLOCATED_STATUSES & ~S.ALLOCATED
 PREEMPTABLE_STATUSES = S.BOUND | S.RUNNING
 COMPLETED_STATUSES = S.SUCCEEDED | S.FAILED
 SCHEDULED_STATUSES = S.RUNNING | S.BOUND | S.SUCCEEDED | S.FAILED

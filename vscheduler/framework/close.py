@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vscheduler.model import (
+    ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
+    PLACED_FOR_GOOD,
     SCHEDULED_STATUSES,
     Job,
     Node,
@@ -42,10 +44,10 @@ def held_for_good(job: Job) -> Resource:
 
 
 def add_held_for_good(total: Resource, job: Job) -> Resource:
-    """`total` plus what `job` holds for good (`held_for_good`, without a copy per job:
-    the close sums every job of the session)."""
-    total.add(job.allocated)
-    for task in job.tasks_in(S.ALLOCATED):
+    """`total` plus what `job` holds for good (its tasks `PLACED_FOR_GOOD`; without a
+    copy per job: the close sums every job of the session)."""
+    total.add(job.allocated)  # ALLOCATED_STATUSES: PLACED_FOR_GOOD and ALLOCATED
+    for task in job.tasks_in(ALLOCATED_STATUSES & ~PLACED_FOR_GOOD):
         total.sub(task.resreq)
     return total
 
