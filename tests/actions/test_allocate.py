@@ -1,8 +1,8 @@
-"""allocate: gangs all or nothing, elastic jobs, orders, pipelining, and reasons."""
+"""allocate: gangs bound whole, task order, pipelining, queues and reasons."""
 
 from __future__ import annotations
 
-from tests.builders import gang, node, pod, podgroup, priority_class, queue, simulate
+from tests.builders import gang, node, pod, podgroup, queue, simulate
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -11,49 +11,11 @@ tiers:
 """
 
 
-def test_gang_that_does_not_fit_gets_no_binds_a_condition_and_reasons():
-    objects = [node("n1", cpu="4"), node("n2", cpu="2"), node("n3", cpu="1"),
-               *gang("train", 3, cpu="3")]
-    report = simulate(objects, CONF)
-    assert report["binds"] == {}
-    group = report["podGroups"]["default/train"]
-    condition = next(c for c in group["conditions"] if c["type"] == "Unschedulable")
-    assert condition["status"] == "True"
-    assert condition["reason"] == "NotEnoughResources"
-    assert condition["message"].startswith("2/3 tasks in gang unschedulable")
-    assert set(report["pending"]) == {"default/train-0", "default/train-1", "default/train-2"}
-    for reasons in report["pending"].values():
-        assert reasons and all(reasons)
-    # The task that found no node says why, in kube-scheduler's words.
-    assert "0/3 nodes are available: 3 Insufficient cpu." in report["pending"][
-        "default/train-1"]
-    # The first task had a node until the gang failed: it says where it could go.
-    assert any("can possibly be assigned to n1" in r
-               for r in report["pending"]["default/train-0"])
-    assert any(e["object"] == "PodGroup/default/train" and e["reason"] == "Unschedulable"
-               for e in report["events"])
-
-
 def test_gang_that_fits_is_bound_whole():
     report = simulate([node("n1", cpu="4"), node("n2", cpu="4"), *gang("g", 4, cpu="2")],
                       CONF)
     assert sorted(report["binds"]) == [f"default/g-{i}" for i in range(4)]
     assert report["pending"] == {}
-
-
-def test_elastic_job_gets_min_then_what_fits():
-    objects = [node("n1", cpu="3"), *gang("e", 5, min_member=2, cpu="1")]
-    report = simulate(objects, CONF)
-    assert sorted(report["binds"]) == ["default/e-0", "default/e-1", "default/e-2"]
-    assert set(report["pending"]) == {"default/e-3", "default/e-4"}
-
-
-def test_higher_priority_job_goes_first():
-    objects = [priority_class("high", 1000), priority_class("low", 10), node("n1", cpu="2"),
-               *gang("low", 1, cpu="2", priority_class="low"),
-               *gang("high", 1, cpu="2", priority_class="high")]
-    report = simulate(objects, CONF)
-    assert report["binds"] == {"default/high-0": "n1"}
 
 
 def test_tasks_are_taken_by_the_index_in_their_names():
@@ -151,14 +113,3 @@ def test_podgroup_phase_moves_inqueue_then_running():
     objects = [node("n1"), *gang("g", 2)]
     assert simulate(objects, CONF, sessions=1)["podGroups"]["default/g"]["phase"] == "Inqueue"
     assert simulate(objects, CONF, sessions=2)["podGroups"]["default/g"]["phase"] == "Running"
-
-
-def test_minimum_task_members_per_role():
-    objects = [node("n1", cpu="3"),
-               podgroup("r", 3, min_task_member={"ps": 1, "worker": 2})]
-    for name, role, cpu in (("r-ps-0", "ps", "2"), ("r-worker-0", "worker", "1"),
-                            ("r-worker-1", "worker", "1")):
-        objects.append(pod(name, cpu=cpu, group="r", annotations={"volcano.sh/task-spec": role}))
-    report = simulate(objects, CONF)
-    # 4 CPUs are needed for the minimum of every role and only 3 exist: nothing binds.
-    assert report["binds"] == {}

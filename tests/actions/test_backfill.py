@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from tests.builders import node, pod, podgroup, simulate
+from tests.builders import conf, node, pod, podgroup, queue, simulate
+from tests.invariants import run_checked
+from vscheduler.simulate import Simulation
 
 CONF = """
 actions: "enqueue, allocate, backfill"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 """
+WITH_PREDICATES = CONF + "- plugins: [{name: predicates}, {name: nodeorder}]\n"
 
 
 def best_effort(name: str, **args) -> dict:
@@ -51,3 +54,26 @@ def test_gang_of_best_effort_pods_is_placed_whole_or_not_at_all():
     report = simulate(objects, CONF)
     assert report["binds"] == {}
     assert len(report["pending"]) == 3
+
+
+def test_backfill_does_not_complete_a_gang_allocate_left_only_pipelined():
+    releasing = pod("x", cpu="2", node_name="n1", scheduler="other")
+    releasing["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    worker = {"volcano.sh/task-spec": "worker"}
+    objects = [node("n1", cpu="4"), releasing, podgroup("g", 3),
+               pod("g-0", cpu="1", group="g"), pod("g-1", cpu="1", group="g"),
+               pod("g-2", cpu="2", group="g"),
+               pod("g-3", cpu="100", group="g", annotations=worker),
+               pod("g-4", cpu=None, memory=None, group="g", annotations=worker)]
+    simulation = Simulation(conf(WITH_PREDICATES))
+    simulation.load([(str(i), o) for i, o in enumerate(objects)])
+    run_checked(simulation, 2)
+    assert simulation.report.binds == {}
+
+
+def test_backfill_places_nothing_in_a_closed_queue():
+    objects = [node("n1"), queue("shut", state="Closed"),
+               podgroup("pg", 1, queue="shut", phase="Inqueue"),
+               best_effort("be", group="pg")]
+    report = simulate(objects, WITH_PREDICATES)
+    assert report["binds"] == {}

@@ -3,7 +3,7 @@ blocking."""
 
 from __future__ import annotations
 
-from tests.builders import gang, node, podgroup, priority_class, queue, simulate
+from tests.builders import gang, node, podgroup, queue, simulate
 
 # overcommit alone decides admission: cluster 10 CPUs x 1.0.
 CONF = """
@@ -49,14 +49,6 @@ def test_higher_priority_queue_is_served_first():
     conf = CONF.replace("[{name: overcommit", "[{name: proportion}, {name: overcommit")
     report = simulate(objects, conf)
     assert phases(report) == {"default/a": "Pending", "default/b": "Inqueue"}
-
-
-def test_higher_priority_job_is_admitted_first_within_a_queue():
-    objects = [priority_class("urgent", 1000), node("n1", cpu="10"),
-               podgroup("routine", 1, min_resources={"cpu": "6"}),
-               podgroup("urgent", 1, min_resources={"cpu": "6"}, priority_class="urgent")]
-    report = simulate(objects, CONF)
-    assert phases(report) == {"default/routine": "Pending", "default/urgent": "Inqueue"}
 
 
 def test_enable_flag_turns_admission_checks_off():

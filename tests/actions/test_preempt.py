@@ -44,13 +44,6 @@ def test_high_priority_pod_preempts_a_lower_one_of_its_queue():
     assert simulate(objects, CONF, sessions=2)["binds"] == {"default/urgent": "n1"}
 
 
-def test_equal_or_higher_priority_is_never_preempted():
-    objects = [*CLASSES, node("n1", cpu="2"),
-               running("a", priority_class="high"), running("b", priority_class="high"),
-               pod("urgent", cpu="1", priority_class="high")]
-    assert simulate(objects, CONF)["evictions"] == []
-
-
 def test_other_queues_are_not_preempted_from():
     objects = [*CLASSES, node("n1", cpu="2"), queue("other"),
                running("low-0", priority_class="low", queue="other"),
@@ -85,17 +78,22 @@ def test_gang_of_lower_priority_goes_whole():
         "default/train-0", "default/train-1", "default/train-2"]
 
 
-def test_within_a_job_a_higher_priority_task_preempts_a_lower_one():
-    # A starving job (2 of its minimum 3 running) whose pending task outranks a
-    # running one of its own: they trade places.
-    objects = [*CLASSES, node("n1", cpu="2"), podgroup("j", 3, phase="Running"),
-               running("j-a", group="j", priority_class="low"),
-               running("j-b", group="j", priority_class="high"),
-               pod("j-c", cpu="1", group="j", priority_class="high")]
-    report = simulate(objects, CONF)
-    assert [(e["pod"], e["for"]) for e in report["evictions"]] == [("default/j-a",
-                                                                     "default/j-c")]
-    assert report["pipelined"] == {"default/j-c": "n1"}
+def test_a_job_of_one_is_taken_in_victim_order():
+    preempt = """
+actions: "allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+    objects = [priority_class("low", 10), priority_class("mid", 50), priority_class("high", 100),
+               node("n1", cpu="3"),
+               pod("lone", cpu="1", node_name="n1", priority_class="low"),
+               podgroup("el", 1, priority_class="mid", phase="Running"),
+               *(pod(f"el-{i}", cpu="1", node_name="n1", group="el", priority_class="mid")
+                 for i in range(2)),
+               pod("urgent", cpu="1", priority_class="high")]
+    report = simulate(objects, preempt)
+    assert [e["pod"] for e in report["evictions"]] == ["default/lone"]
 
 
 def test_full_queue_admits_nothing_to_preempt_for():

@@ -148,32 +148,26 @@ def test_queue_order_first_non_zero_then_creation_then_name() -> None:
     assert not session.queue_less(Queue("beta", creation=5.0), Queue("alpha", creation=5.0))
 
 
-def test_task_order_fallback_by_index_at_the_end_of_pod_names() -> None:
+@pytest.mark.parametrize(("older", "newer", "first"), [
     # job-w-10 is created before job-w-2, but the index decides: 2 before 10
+    ("job-w-10", "job-w-2", "job-w-2"),
+    # Volcano parses the index only from names with three '-'-separated parts or more
+    # (`<job>-<task>-<index>`): `w-2` and `w-10` are ordered by creation time.
+    ("w-10", "w-2", "w-10"),
+])
+def test_task_order_fallback_by_the_index_ending_a_name_of_three_parts(
+        older: str, newer: str, first: str) -> None:
     objects = [
         node("n1"),
         podgroup("job", 2),
-        pod("job-w-10", group="job", creation="2024-01-01T00:00:00Z"),
-        pod("job-w-2", group="job", creation="2024-02-01T00:00:00Z"),
+        pod(older, group="job", creation="2024-01-01T00:00:00Z"),
+        pod(newer, group="job", creation="2024-02-01T00:00:00Z"),
     ]
     session = open_session(objects=objects)
     tasks = {t.name: t for t in session.jobs["default/job"].tasks.values()}
-    assert session.task_less(tasks["job-w-2"], tasks["job-w-10"])
-    assert not session.task_less(tasks["job-w-10"], tasks["job-w-2"])
-
-
-def test_task_order_two_part_names_fall_back_to_creation() -> None:
-    # Volcano parses the index only from names with three '-'-separated parts or more
-    # (`<job>-<task>-<index>`): `w-2` and `w-10` are ordered by creation time.
-    objects = [
-        node("n1"),
-        podgroup("w", 2),
-        pod("w-10", group="w", creation="2024-01-01T00:00:00Z"),
-        pod("w-2", group="w", creation="2024-02-01T00:00:00Z"),
-    ]
-    session = open_session(objects=objects)
-    tasks = {t.name: t for t in session.jobs["default/w"].tasks.values()}
-    assert session.task_less(tasks["w-10"], tasks["w-2"])
+    [second] = {older, newer} - {first}
+    assert session.task_less(tasks[first], tasks[second])
+    assert not session.task_less(tasks[second], tasks[first])
 
 
 def test_task_order_plugin_answer_beats_the_index() -> None:
@@ -491,19 +485,6 @@ def test_a_finished_session_is_freed_without_the_cyclic_collector():
     finally:
         gc.enable()
     assert simulation.report.sessions == 4 and alive == []
-
-
-def test_a_podgroups_unschedulable_event_says_what_its_condition_says() -> None:
-    """kubectl describe podgroup shows the condition and the events side by side: a gang
-    of 3 with room for 2 must not read "1/3" in one and "3/3" in the other."""
-    from tests.builders import simulate
-
-    report = simulate([node("n1", cpu="2"), *gang("train", 3, cpu="1")])
-    condition = next(c for c in report["podGroups"]["default/train"]["conditions"]
-                     if c["type"] == "Unschedulable")
-    events = [e for e in report["events"]
-              if e["object"] == "PodGroup/default/train" and e["reason"] == "Unschedulable"]
-    assert [e["message"] for e in events] == [condition["message"]]
 
 
 # --------------------------------------------------------------------------- the plugins' view

@@ -444,6 +444,20 @@ def test_a_malformed_card_request_keeps_the_job_out_with_the_reason():
     assert "volcano.sh/card.request" in message and "0 or more" in message
 
 
+def test_an_infinite_card_request_is_refused_not_a_crash():
+    card_conf = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: capacity-card}, {name: nodeorder}]
+"""
+    group = podgroup("g", 1, annotations={REQUEST: '{"A": 1e308}'})
+    report = simulate([node("n1"), group], card_conf)
+    assert report["podGroups"]["default/g"]["phase"] == "Pending"
+    assert any(e["object"] == "PodGroup/default/g" and e["type"] == "Warning"
+               for e in report["events"])
+
+
 def test_a_closed_queue_admits_nothing():
     objects = [gpu_node("h200-1", H200), card_queue("q", {H200: 3}, state="Closed"),
                podgroup("pg", 1, queue="q", min_resources={"cpu": "1"})]
