@@ -178,16 +178,12 @@ def test_errors_from_a_file_name_the_file(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- mistakes
 
 
-def test_unknown_action_lists_installed_actions() -> None:
-    message = error_of('actions: "enqueue, alocate"\ntiers:\n- plugins:\n  - name: gang\n')
-    assert "actions" in message
-    assert "'alocate'" in message
-    for installed in ("enqueue", "allocate", "backfill"):
-        assert installed in message
-
-
-def test_unknown_plugin_names_its_place_and_lists_installed_plugins() -> None:
-    message = error_of("""\
+# Each conf mistake is one ConfError (see error_of) whose message has these words.
+MISTAKES = [
+    pytest.param('actions: "enqueue, alocate"\ntiers:\n- plugins:\n  - name: gang\n',
+                 ["actions", "'alocate'", "enqueue", "allocate", "backfill"],
+                 id="unknown action, installed actions listed"),
+    pytest.param("""\
 actions: "allocate"
 tiers:
 - plugins:
@@ -196,11 +192,80 @@ tiers:
   - name: priority
   - name: conformance
   - name: gnag
-""")
-    assert "tiers[1].plugins[2] (gnag)" in message
-    assert "unknown plugin 'gnag'" in message
-    for installed in ("priority", "gang", "conformance"):
-        assert installed in message
+""", ["tiers[1].plugins[2] (gnag)", "unknown plugin 'gnag'", "priority", "gang",
+      "conformance"], id="unknown plugin, its place and installed plugins"),
+    pytest.param("""\
+actions: "allocate"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: priority
+    enableJobOder: false
+""", ["tiers[1].plugins[0] (priority)", "'enableJobOder'"],
+        id="unknown key in a plugin entry"),
+    pytest.param("""\
+actions: "allocate"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: binpack
+    arguments:
+      binpack.weight: heavy
+""", ["tiers[1].plugins[0] (binpack)", "binpack.weight", "heavy"],
+        id="plugin argument of the wrong type (binpack: typed arguments)"),
+    pytest.param(GOOD + """\
+configurations:
+- name: allocate
+  arguments:
+    predicateErrorCacheEnable: "yes-please"
+""", ["configurations", "allocate", "predicateErrorCacheEnable", "yes-please"],
+        id="action argument of the wrong type"),
+    pytest.param("""\
+actions: "allocate"
+tiers:
+- plugins:
+  - name: gang
+   - name: priority
+""", ["line 5", "YAML"], id="bad YAML gives the line"),
+    pytest.param('actions: "allocate"\ntiers: [\n', ["YAML", "line "],
+                 id="unclosed flow YAML"),
+    pytest.param("tiers:\n- plugins:\n  - name: gang\n", ["actions"], id="missing actions"),
+    pytest.param('actions: "allocate,,backfill"\ntiers:\n- plugins:\n  - name: gang\n',
+                 ["actions"], id="empty action name"),
+    pytest.param('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+                 "- name: priority\n", ["tiers[1]", "plugins"],
+                 id="tier without a plugins list"),
+    pytest.param('actions: "allocate"\ntiers:\n- plugins:\n  - gang\n',
+                 ["tiers[0].plugins[0]", "name"], id="plugin entry without a name"),
+    pytest.param("""\
+actions: "allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: conformance
+  - name: gang
+""", ["tiers[1].plugins[1]", "'gang'", "twice"], id="plugin listed twice"),
+    pytest.param('actions: "enqueue, allocate, backfill, allocate"\n'
+                 "tiers:\n- plugins:\n  - name: gang\n",
+                 ["actions", "'allocate'", "twice"], id="action listed twice"),
+    pytest.param('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+                 "    arguments: [1, 2]\n", ["tiers[0].plugins[0] (gang)", "arguments"],
+                 id="plugin arguments not a map"),
+    pytest.param('actions: "allocate"\ntier:\n- plugins:\n  - name: gang\n', ["'tier'"],
+                 id="unknown top-level key"),
+    pytest.param("- actions\n- tiers\n", [], id="top level not a map"),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), MISTAKES)
+def test_a_mistake_is_one_error_that_says_what_and_where(text: str, words: list[str]) -> None:
+    message = error_of(text)
+    for word in words:
+        assert word in message, word
 
 
 @pytest.mark.parametrize("flag_value", ['"no"', "0", "1", '"false"', "null", "[true]"])
@@ -215,37 +280,6 @@ tiers:
 """)
     assert "tiers[0].plugins[1] (gang)" in message
     assert "enableJobOrder" in message
-
-
-def test_unknown_key_in_a_plugin_entry() -> None:
-    message = error_of("""\
-actions: "allocate"
-tiers:
-- plugins:
-  - name: gang
-- plugins:
-  - name: priority
-    enableJobOder: false
-""")
-    assert "tiers[1].plugins[0] (priority)" in message
-    assert "'enableJobOder'" in message
-
-
-def test_plugin_argument_of_the_wrong_type() -> None:
-    """Uses binpack, the built-in plugin with typed arguments."""
-    message = error_of("""\
-actions: "allocate"
-tiers:
-- plugins:
-  - name: gang
-- plugins:
-  - name: binpack
-    arguments:
-      binpack.weight: heavy
-""")
-    assert "tiers[1].plugins[0] (binpack)" in message
-    assert "binpack.weight" in message
-    assert "heavy" in message
 
 
 def test_plugin_arguments_validated_and_defaulted() -> None:
@@ -265,49 +299,9 @@ tiers:
     assert conf.warnings == []
 
 
-def test_action_argument_of_the_wrong_type() -> None:
-    message = error_of(GOOD + """\
-configurations:
-- name: allocate
-  arguments:
-    predicateErrorCacheEnable: "yes-please"
-""")
-    assert "configurations" in message
-    assert "allocate" in message
-    assert "predicateErrorCacheEnable" in message
-    assert "yes-please" in message
-
-
-def test_bad_yaml_gives_the_line() -> None:
-    message = error_of("""\
-actions: "allocate"
-tiers:
-- plugins:
-  - name: gang
-   - name: priority
-""")
-    assert "line 5" in message
-    assert "YAML" in message
-
-
-def test_unclosed_flow_yaml() -> None:
-    message = error_of('actions: "allocate"\ntiers: [\n')
-    assert "YAML" in message
-    assert "line " in message
-
-
 @pytest.mark.parametrize("actions", ["[enqueue, allocate]", "3", '""', "null", "{a: b}"])
 def test_actions_must_be_a_string(actions: str) -> None:
     message = error_of(f"actions: {actions}\ntiers:\n- plugins:\n  - name: gang\n")
-    assert "actions" in message
-
-
-def test_missing_actions() -> None:
-    assert "actions" in error_of("tiers:\n- plugins:\n  - name: gang\n")
-
-
-def test_empty_action_name() -> None:
-    message = error_of('actions: "allocate,,backfill"\ntiers:\n- plugins:\n  - name: gang\n')
     assert "actions" in message
 
 
@@ -315,59 +309,6 @@ def test_empty_action_name() -> None:
 def test_tiers_must_be_a_non_empty_list(tiers: str) -> None:
     message = error_of(f'actions: "allocate"\n{tiers}\n')
     assert "tiers" in message
-
-
-def test_tier_without_plugins_list() -> None:
-    message = error_of('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
-                       "- name: priority\n")
-    assert "tiers[1]" in message
-    assert "plugins" in message
-
-
-def test_plugin_entry_without_name() -> None:
-    message = error_of('actions: "allocate"\ntiers:\n- plugins:\n  - gang\n')
-    assert "tiers[0].plugins[0]" in message
-    assert "name" in message
-
-
-def test_plugin_listed_twice() -> None:
-    message = error_of("""\
-actions: "allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: conformance
-  - name: gang
-""")
-    assert "tiers[1].plugins[1]" in message
-    assert "'gang'" in message
-    assert "twice" in message
-
-
-def test_action_listed_twice() -> None:
-    message = error_of('actions: "enqueue, allocate, backfill, allocate"\n'
-                       "tiers:\n- plugins:\n  - name: gang\n")
-    assert "actions" in message
-    assert "'allocate'" in message
-    assert "twice" in message
-
-
-def test_plugin_arguments_must_be_a_map() -> None:
-    message = error_of('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
-                       "    arguments: [1, 2]\n")
-    assert "tiers[0].plugins[0] (gang)" in message
-    assert "arguments" in message
-
-
-def test_unknown_top_level_key() -> None:
-    message = error_of('actions: "allocate"\ntier:\n- plugins:\n  - name: gang\n')
-    assert "'tier'" in message
-
-
-def test_top_level_not_a_map() -> None:
-    error_of("- actions\n- tiers\n")
 
 
 # --------------------------------------------------------------------------- enable flags
