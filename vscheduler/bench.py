@@ -7,6 +7,16 @@ same parsing and cache as manifests do, so the figures are those of the real pat
 
 `--churn N` measures the steady state: before every session after the first, N running
 pods finish and N new pods arrive, so each session has work but little changed.
+
+`--scene` picks the cluster (see `SCENES`): besides the default one, two scenes where
+GPUs must be taken back from running work, whose figures (evictions, the time of the
+reclaim and preempt phases) are what eviction is judged by:
+- `tidal` (seed 002): every node full with one training gang (one one-GPU pod per card),
+  and `jobs` one-GPU inference pods pending, under `conf/tidal-reclaim.conf`'s conf. The
+  report gives the evictions beside the fewest that free enough with gangs kept whole.
+- `volcano-preempt`: Volcano's default conf with capacity-card and reclaim and preempt
+  on, every card of the cluster taken by low-priority gangs and `jobs` high-priority
+  one-pod jobs pending, so every session weighs victims on every node.
 """
 
 from __future__ import annotations
@@ -18,18 +28,47 @@ import resource
 import sys
 import time
 import tracemalloc
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from vscheduler.conf import DEFAULT_CONF, SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
-__all__ = ["BENCH_CONF", "BenchSpec", "churn", "generate", "run_bench"]
+__all__ = ["BENCH_CONF", "PREEMPT_CONF", "SCENES", "TIDAL_CONF", "BenchSpec", "churn",
+           "generate", "minimum_tidal_evictions", "run_bench", "scene_conf"]
 
 # Volcano's default conf with capacity-card (per-card-model quotas) in the second tier.
 BENCH_CONF = DEFAULT_CONF.replace("  - name: proportion\n",
                                   "  - name: proportion\n  - name: capacity-card\n")
+# The same with the actions that take resources back, as a cluster that preempts runs it.
+PREEMPT_CONF = BENCH_CONF.replace('actions: "enqueue, allocate, backfill"',
+                                  'actions: "enqueue, allocate, backfill, reclaim, preempt"')
+# conf/tidal-reclaim.conf's conf (a test keeps the two the same): the bench is also run
+# from an installed wheel, which carries no conf/ directory.
+TIDAL_CONF = """\
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enableReclaimable: false
+  - name: conformance
+    enableReclaimable: false
+- plugins:
+  - name: predicates
+  - name: capacity-card
+    arguments:
+      overCommitFactor: 2
+      cardUnlimitedCpuMemory: true
+      podOwnerReferenceToServiceType:
+        ReplicaSet: inference
+        Deployment: inference
+        Job: training
+  - name: nodeorder
+"""
+# Each scene's conf when `--conf` is not given.
+SCENES = {"default": BENCH_CONF, "tidal": TIDAL_CONF, "volcano-preempt": PREEMPT_CONF}
 
 CARD_MODELS = ("NVIDIA-H200", "NVIDIA-H800", "NVIDIA-GeForce-RTX-4090")
 CARD_MEMORY_MIB = {"NVIDIA-H200": 143771, "NVIDIA-H800": 81559,
@@ -54,6 +93,7 @@ class BenchSpec:
     churn: int = 0
     seed: int = 1
     card_models: tuple[str, ...] = field(default=CARD_MODELS)
+    scene: str = "default"
 
     def __post_init__(self) -> None:
         # Without nodes there is nothing to place on, and a job of no tasks never fills
@@ -67,6 +107,13 @@ class BenchSpec:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         if not self.card_models:
             raise ValueError("card_models must name at least one card model")
+        if self.scene not in SCENES:
+            raise ValueError(f"scene must be one of {', '.join(SCENES)}, not {self.scene!r}")
+
+
+def scene_conf(scene: str) -> str:
+    """The conf a scene runs when none is given."""
+    return SCENES[scene]
 
 
 def _node(name: str, model: str, spec: BenchSpec, mig: bool, zone: int) -> dict[str, Any]:
@@ -114,6 +161,12 @@ def _podgroup(name: str, namespace: str, queue: str, members: int, priority_clas
 
 def generate(spec: BenchSpec) -> list[dict[str, Any]]:
     """The cluster as Kubernetes objects, the same for the same spec."""
+    if spec.scene == "tidal":
+        return _tidal(spec)
+    # volcano-preempt: every card taken by low-priority gangs, the pending jobs of one
+    # high-priority pod each, so preempt (same queue) and reclaim (other queues) have
+    # victims on every node.
+    full = spec.scene == "volcano-preempt"
     rng = random.Random(spec.seed)
     objects: list[dict[str, Any]] = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
@@ -148,10 +201,12 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
     placed = 0
     job = 0
     cursor = 0
-    while placed < spec.running and cursor < len(node_cards):
+    running = sum(gpus for gpus, _ in slots.values()) if full else spec.running
+    running_class = "low" if full else "normal"
+    while placed < running and cursor < len(node_cards):
         queue = rng.choice(queue_names)
         group = f"running-{job:05d}"
-        size = min(spec.tasks_per_job, spec.running - placed)
+        size = min(spec.tasks_per_job, running - placed)
         pods = []
         while len(pods) < size and cursor < len(node_cards):
             node, card, resource_name = node_cards[cursor]
@@ -161,22 +216,89 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
             slots[node][0] -= 1
             slots[node][1] -= 2
             pods.append(_pod(f"{group}-{len(pods)}", "bench", group, queue, card,
-                             resource_name, 2, 8, "normal", node))
-        objects.append(_podgroup(group, "bench", queue, len(pods), "normal", "Running"))
+                             resource_name, 2, 8, running_class, node))
+        objects.append(_podgroup(group, "bench", queue, len(pods), running_class, "Running"))
         objects.extend(pods)
         placed += len(pods)
         job += 1
     # Pending gang jobs.
+    tasks = 1 if full else spec.tasks_per_job
     for j in range(spec.jobs):
         _, card, resource_name = rng.choice(node_cards)
         queue = rng.choice(queue_names)
-        priority_class = rng.choice(("high", "normal", "low"))
+        priority_class = "high" if full else rng.choice(("high", "normal", "low"))
         group = f"train-{j:05d}"
-        objects.append(_podgroup(group, "bench", queue, spec.tasks_per_job, priority_class,
-                                 "Pending"))
+        objects.append(_podgroup(group, "bench", queue, tasks, priority_class, "Pending"))
         objects.extend(_pod(f"{group}-{t}", "bench", group, queue, card, resource_name, 4,
-                            16, priority_class) for t in range(spec.tasks_per_job))
+                            16, priority_class) for t in range(tasks))
     return objects
+
+
+TIDAL_CARD = "NVIDIA-GeForce-RTX-4090"
+
+
+def _owner(kind: str, api_version: str, name: str) -> list[dict[str, Any]]:
+    return [{"apiVersion": api_version, "kind": kind, "name": name, "uid": f"{name}-uid",
+             "controller": True}]
+
+
+def _tidal(spec: BenchSpec) -> list[dict[str, Any]]:
+    """Seed 002's cluster at scale: `nodes` nodes of `gpus_per_node` cards, each full
+    with one training gang of `gpus_per_node` one-GPU pods (Job owners, PodGroup of
+    service type training, in `queues` training queues of priority 20000, reclaimable),
+    and `jobs` one-GPU inference pods pending (ReplicaSet owners, one inference queue of
+    priority 80000, not reclaimable). The same for the same spec."""
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": name}, "value": value}
+        for name, value in (("pc-high", 80000), ("pc-lowest", 20000))]
+    gpus = spec.gpus_per_node
+    training = [f"queue-training-{q}" for q in range(spec.queues)]
+    # Each training queue's quota is what its gangs use; inference may take every card.
+    gangs_per_queue = [len(range(q, spec.nodes, spec.queues)) for q in range(spec.queues)]
+    for name, gangs in zip(training, gangs_per_queue, strict=True):
+        objects.append(_tidal_queue(name, 20000, True, gangs * gpus))
+    objects.append(_tidal_queue("queue-inference", 80000, False, spec.nodes * gpus))
+    for i in range(spec.nodes):
+        node = f"node-{i:05d}"
+        objects.append(_node(node, TIDAL_CARD, replace(spec, mig_every=0), False, i % 3))
+        group = f"train-{i:05d}"
+        queue = training[i % spec.queues]
+        objects.append({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": group, "namespace": "training",
+                         "annotations": {"volcano.sh/service.type": "training"}},
+            "spec": {"minMember": gpus, "queue": queue, "priorityClassName": "pc-lowest"},
+            "status": {"phase": "Running"}})
+        for t in range(gpus):
+            pod = _pod(f"{group}-worker-{t}", "training", group, queue, TIDAL_CARD,
+                       "nvidia.com/gpu", 8, 32, "pc-lowest", node)
+            pod["metadata"]["ownerReferences"] = _owner("Job", "batch.volcano.sh/v1alpha1",
+                                                        f"{group}-worker")
+            objects.append(pod)
+    # Inference replicas, ten to a ReplicaSet as a serving deployment scales out.
+    for j in range(spec.jobs):
+        replica_set = f"chat-{j // 10:04d}"
+        pod = _pod(f"{replica_set}-{j % 10}", "inference", "", "queue-inference", TIDAL_CARD,
+                   "nvidia.com/gpu", 4, 16, "pc-high")
+        pod["metadata"]["ownerReferences"] = _owner("ReplicaSet", "apps/v1", replica_set)
+        objects.append(pod)
+    return objects
+
+
+def _tidal_queue(name: str, priority: int, reclaimable: bool, cards: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+            "metadata": {"name": name, "annotations": {
+                "volcano.sh/card.quota": json.dumps({TIDAL_CARD: cards})}},
+            "spec": {"weight": 1, "priority": priority, "reclaimable": reclaimable}}
+
+
+def minimum_tidal_evictions(spec: BenchSpec) -> int:
+    """The fewest evictions that free a card for every pending inference pod in the
+    tidal scene with gangs kept whole: whole gangs of `gpus_per_node` pods, as many as
+    the pending pods need cards (never more gangs than there are)."""
+    gangs = min(-(-spec.jobs // spec.gpus_per_node), spec.nodes)
+    return gangs * spec.gpus_per_node
 
 
 def _peak_rss_bytes() -> int:
@@ -212,6 +334,7 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     for number in range(spec.sessions):
         if number and spec.churn:
             churn(simulation, spec, rng, number)
+        evicted_before = len(simulation.report.evictions)
         started = time.perf_counter()
         result = simulation.step()
         total = time.perf_counter() - started
@@ -221,21 +344,30 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
             "phases_ms": {k: round(v * 1000, 2) for k, v in timings.items()},
             "session_ms": round(total * 1000, 2),
             "binds": len(result.binds),
+            "evictions": len(simulation.report.evictions) - evicted_before,
             "pipelined": len(result.pipelined),
             "pending": len(result.pending),
             "pods_per_second": round(len(result.binds) / total, 1) if total else 0.0,
             "allocate_pods_per_second": (round(len(result.binds) / allocate, 1)
                                          if allocate else 0.0),
         })
-    return {
+    evictions = len(simulation.report.evictions)
+    figures: dict[str, Any] = {
         "spec": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(spec).items()},
+        "scene": spec.scene,
         "pods": pods,
+        "evictions": evictions,
         "generate_ms": round(generated * 1000, 1),
         "load_ms": round(loaded * 1000, 1),
         "cache_bytes_per_pod": round(cache_bytes / pods) if cache_bytes and pods else None,
         "peak_rss_mib": round(_peak_rss_bytes() / 2**20, 1),
         "sessions": sessions,
     }
+    if spec.scene == "tidal":
+        minimum = minimum_tidal_evictions(spec)
+        figures["minimum_evictions"] = minimum
+        figures["evictions_ratio"] = round(evictions / minimum, 3) if minimum else None
+    return figures
 
 
 def churn(simulation: Simulation, spec: BenchSpec, rng: random.Random, number: int) -> None:
@@ -264,25 +396,49 @@ def _card_of(labels: dict[str, str], allocatable: dict[str, float]) -> tuple[str
     return model, "nvidia.com/gpu"
 
 
-def render(figures: dict[str, Any]) -> str:
+def _cluster_line(figures: dict[str, Any]) -> str:
     spec = figures["spec"]
+    churned = f", churn {spec['churn']} pods per session" if spec.get("churn") else ""
+    scene = spec.get("scene", "default")
+    if scene == "tidal":
+        return (f"cluster (tidal): {spec['nodes']} nodes of {spec['gpus_per_node']} GPUs, each "
+                f"full with one training gang; {spec['jobs']} inference pods pending; "
+                f"{spec['queues']} training queues{churned}")
+    if scene == "volcano-preempt":
+        return (f"cluster (volcano-preempt): {spec['nodes']} nodes, {figures['pods']} pods, "
+                f"every card taken by low-priority gangs of {spec['tasks_per_job']}; "
+                f"{spec['jobs']} high-priority pods pending; {spec['queues']} queues, seed "
+                f"{spec['seed']}{churned}")
+    return (f"cluster: {spec['nodes']} nodes, {figures['pods']} pods "
+            f"({spec['running']} running, {spec['jobs']} pending jobs x "
+            f"{spec['tasks_per_job']} tasks), {spec['queues']} queues, seed {spec['seed']}"
+            + churned)
+
+
+def render(figures: dict[str, Any]) -> str:
     lines = [
-        f"cluster: {spec['nodes']} nodes, {figures['pods']} pods "
-        f"({spec['running']} running, {spec['jobs']} pending jobs x {spec['tasks_per_job']} "
-        f"tasks), {spec['queues']} queues, seed {spec['seed']}"
-        + (f", churn {spec['churn']} pods per session" if spec.get("churn") else ""),
+        _cluster_line(figures),
         f"load: {figures['load_ms']:.0f} ms; cache: "
         f"{figures['cache_bytes_per_pod'] or '-'} bytes/pod; peak RSS "
         f"{figures['peak_rss_mib']} MiB",
     ]
+    if "minimum_evictions" in figures:
+        ratio = figures["evictions_ratio"]
+        lines.append(f"evictions: {figures['evictions']}; fewest with gangs whole: "
+                     f"{figures['minimum_evictions']}; ratio "
+                     f"{'-' if ratio is None else f'{ratio:.2f}'}")
+    else:
+        lines.append(f"evictions: {figures['evictions']}")
     phases: list[str] = []
     for session in figures["sessions"]:
         phases += [p for p in session["phases_ms"] if p not in phases]
-    header = ["session", *phases, "total ms", "binds", "pods/s", "allocate pods/s"]
+    header = ["session", *phases, "total ms", "binds", "evictions", "pods/s",
+              "allocate pods/s"]
     rows = []
     for i, session in enumerate(figures["sessions"], 1):
         rows.append([str(i), *(f"{session['phases_ms'].get(p, 0):.1f}" for p in phases),
                      f"{session['session_ms']:.1f}", str(session["binds"]),
+                     str(session["evictions"]),
                      f"{session['pods_per_second']:.0f}",
                      f"{session['allocate_pods_per_second']:.0f}"])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]

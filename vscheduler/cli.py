@@ -201,17 +201,18 @@ def _add_volcano_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from vscheduler.bench import BENCH_CONF, BenchSpec, render, run_bench
+    from vscheduler.bench import BenchSpec, render, run_bench, scene_conf
 
     try:
-        conf = load_conf(args.conf) if args.conf else parse_conf(BENCH_CONF, "bench conf")
+        conf = (load_conf(args.conf) if args.conf
+                else parse_conf(scene_conf(args.scene), f"{args.scene} scene's conf"))
     except ConfError as err:
         print(f"vscheduler: bad conf: {err}", file=sys.stderr)
         return EXIT_USAGE
     spec = BenchSpec(nodes=args.nodes, gpus_per_node=args.gpus_per_node, queues=args.queues,
                      jobs=args.jobs, tasks_per_job=args.tasks_per_job, running=args.running,
                      sessions=args.sessions, churn=args.churn, seed=args.seed,
-                     mig_every=args.mig_every)
+                     mig_every=args.mig_every, scene=args.scene)
     figures = run_bench(spec, conf, measure_memory=not args.no_memory,
                         node_sampling=_sampling(args))
     if args.output == "json":
@@ -416,8 +417,17 @@ def _parser() -> argparse.ArgumentParser:
                             "%(default)s)")
     bench.add_argument("--seed", type=_int, default=1, metavar="N",
                        help="seed of the generated cluster (default %(default)s)")
-    bench.add_argument("--conf", help="conf to run (default: Volcano's default conf with "
-                                      "capacity-card)")
+    bench.add_argument("--scene", choices=("default", "tidal", "volcano-preempt"),
+                       default="default",
+                       help="the cluster: default (running and pending gang jobs); tidal "
+                            "(every node full with one training gang, --jobs one-GPU "
+                            "inference pods pending, conf/tidal-reclaim.conf's conf; "
+                            "reports evictions against the fewest that free enough); "
+                            "volcano-preempt (every card taken by low-priority gangs, --jobs "
+                            "high-priority pods pending, Volcano's default conf with "
+                            "capacity-card, reclaim and preempt) (default %(default)s)")
+    bench.add_argument("--conf", help="conf to run (default: the scene's; for the default "
+                                      "scene Volcano's default conf with capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
                        help="skip the cache memory measurement (tracemalloc slows loading)")
     bench.add_argument("--output", choices=("text", "json"), default="text",
