@@ -42,6 +42,7 @@ class Preempt(Action):
         between_jobs = VictimPolicy(
             "preempt", PREEMPTABLE_STATUSES, Scope.OWN_QUEUE, offered_by="preemptable",
             gang_safe=self.args.get("gangSafeEviction", True),
+            min_runtime=self.args.get("minRuntime", 0.0),
             best_effort_spares_requests=True, queue_must_fit=True, best_node_first=True)
         within_job = replace(between_jobs, scope=Scope.OWN_JOB)
         starving: dict[str, PriorityQueue[Job]] = {}

@@ -36,7 +36,8 @@ class Reclaim(Action):
         # nodes in node order; the reclaimer must pass every predicate once they are gone.
         policy = VictimPolicy("reclaim", TaskStatus.RUNNING, Scope.OTHER_QUEUES,
                               offered_by="reclaimable",
-                              gang_safe=self.args.get("gangSafeEviction", True))
+                              gang_safe=self.args.get("gangSafeEviction", True),
+                              min_runtime=self.args.get("minRuntime", 0.0))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         starving: dict[str, PriorityQueue[Job]] = {}
         seen: set[str] = set()

@@ -138,3 +138,21 @@ def test_a_node_update_that_changes_nothing_read_changes_nothing():
     cache.add_node(parse_node(node("n1", labels={"zone": "b"})))
     assert cache.node_specs == before[1] + 1 and cache.nodes["n1"] is not before[2]
     assert "default/p" in cache.nodes["n1"].tasks  # its pods move to the new object
+
+
+def test_disruption_budgets_are_kept_and_handed_to_each_snapshot_in_name_order():
+    from vscheduler.cache import Cache
+    from vscheduler.ingest import add_object
+    cache = Cache()
+    for name in ("web", "api"):
+        assert add_object(cache, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                  "metadata": {"name": name, "namespace": "shop"},
+                                  "spec": {"minAvailable": 1,
+                                           "selector": {"matchLabels": {"app": name}}}}) \
+            == "PodDisruptionBudget"
+    # A PodDisruptionBudget of another group is not one the scheduler reads.
+    assert add_object(cache, {"apiVersion": "example.com/v1", "kind": "PodDisruptionBudget",
+                              "metadata": {"name": "x"}}) is None
+    assert [b.key for b in cache.snapshot().budgets] == ["shop/api", "shop/web"]
+    cache.delete_disruption_budget("shop/api")
+    assert [b.key for b in cache.snapshot().budgets] == ["shop/web"]

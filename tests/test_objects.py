@@ -135,3 +135,74 @@ def test_a_pods_fields_are_read_into_its_spec():
             spec.host_ports, spec.scheduling_gates, spec.priority) == (
         "team/job-worker-3", 3, {"zone": "a"}, (("gpu", "Exists", "", ""),),
         (("TCP", "0.0.0.0", 8080),), ("wait",), 5)
+
+
+def test_seed_protection_reads_like_preemptable_on_pods_and_podgroups():
+    from tests.builders import podgroup as group
+    seed = "elastic.gpu/preemptible"
+    assert _pod_task(annotations={seed: "false"}).preemptable is False
+    assert _pod_task(labels={seed: "false"}).preemptable is False
+    assert _pod_task(annotations={seed: "true"}).preemptable is True
+    # Either one saying false protects.
+    assert _pod_task(annotations={seed: "true", KEY: "false"}).preemptable is False
+    assert _podgroup_job(group("g", annotations={seed: "false"})).spec.protected is True
+    assert _podgroup_job(group("g", annotations={KEY: "0"})).spec.protected is True
+    assert _podgroup_job(group("g")).spec.protected is False
+
+
+def test_a_pods_start_time_and_a_min_runtime_annotation_are_read():
+    from tests.builders import podgroup as group
+    from tests.builders import queue
+    from vscheduler.objects import BadObject, parse_queue
+    obj = pod("p", node_name="n1")
+    obj["status"]["startTime"] = "2025-01-01T00:00:10Z"
+    assert parse_pod(obj).pod.start_time == 1735689610.0
+    assert parse_pod(pod("p")).pod.start_time is None
+    obj["status"]["startTime"] = "yesterday"
+    with pytest.raises(BadObject, match=r"status\.startTime"):
+        parse_pod(obj)
+    guard = {"volcano.sh/min-runtime": "1h30m"}
+    assert parse_podgroup(group("g", annotations=guard)).min_runtime == 5400
+    assert parse_queue(queue("q", annotations=guard)).min_runtime == 5400
+    assert parse_queue(queue("q")).min_runtime is None
+    with pytest.raises(BadObject, match=r"volcano\.sh/min-runtime"):
+        parse_podgroup(group("g", annotations={"volcano.sh/min-runtime": "-1m"}))
+
+
+def _pdb(spec: dict, status: dict | None = None) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "shop"}, "spec": spec,
+            "status": status or {}}
+
+
+def test_a_disruption_budget_is_read_whole():
+    from vscheduler.objects import parse_disruption_budget
+    budget = parse_disruption_budget(_pdb(
+        {"selector": {"matchLabels": {"app": "web"},
+                      "matchExpressions": [{"key": "tier", "operator": "NotIn",
+                                            "values": ["canary"]}]},
+         "maxUnavailable": "25%"},
+        {"disruptionsAllowed": 2, "disruptedPods": {"web-1": "2025-01-01T00:00:00Z"}}))
+    assert budget.key == "shop/web"
+    assert dict(budget.match_labels) == {"app": "web"}
+    assert budget.match_expressions == (("tier", "NotIn", ("canary",)),)
+    assert budget.max_unavailable == "25%" and budget.min_available is None
+    assert budget.disruptions_allowed == 2 and budget.disrupted_pods == {"web-1"}
+    plain = parse_disruption_budget(_pdb({"minAvailable": 3}))
+    assert plain.min_available == 3 and plain.disruptions_allowed is None
+    assert plain.selector_empty
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ({"minAvailable": 1, "maxUnavailable": 1}, "cannot both"),
+    ({"minAvailable": "150%"}, "at most 100%"),
+    ({"minAvailable": -1}, "0 or more"),
+    ({"maxUnavailable": "half"}, "integer or a percent"),
+    ({"selector": {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}},
+     "In, NotIn, Exists or DoesNotExist"),
+    ({"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}, "need values"),
+])
+def test_a_bad_disruption_budget_is_refused_naming_the_field(spec: dict, words: str):
+    from vscheduler.objects import BadObject, parse_disruption_budget
+    with pytest.raises(BadObject, match=words):
+        parse_disruption_budget(_pdb(spec))

@@ -23,7 +23,7 @@ from vscheduler.model import (
     TaskStatus,
 )
 from vscheduler.objects import QUEUE_NAME_ANNOTATION, ParsedPod
-from vscheduler.specs import NodeSpec, PodGroupSpec
+from vscheduler.specs import DisruptionBudget, NodeSpec, PodGroupSpec
 
 __all__ = ["Cache", "Snapshot"]
 
@@ -33,13 +33,14 @@ S = TaskStatus
 class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
-    __slots__ = ("jobs", "node_specs", "nodes", "priority_classes", "queues", "skipped",
-                 "warnings")
+    __slots__ = ("budgets", "jobs", "node_specs", "nodes", "priority_classes", "queues",
+                 "skipped", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
                  skipped: dict[str, tuple[Task, str]],
-                 warnings: list[tuple[str, str, str]], node_specs: int = 0) -> None:
+                 warnings: list[tuple[str, str, str]], node_specs: int = 0,
+                 budgets: tuple[DisruptionBudget, ...] = ()) -> None:
         self.jobs = jobs
         # The cache's count of node additions, removals and spec changes: what plugins
         # derived from jobs' placements on nodes (Job.memo) holds while it is the same.
@@ -51,6 +52,9 @@ class Snapshot:
         self.skipped = skipped
         # (object, reason, message) Warning events about what was left out
         self.warnings = warnings
+        # PodDisruptionBudgets, by namespace then name: which victims would break one
+        # (guards.split_by_budgets)
+        self.budgets = budgets
 
 
 class Cache:
@@ -66,6 +70,7 @@ class Cache:
         self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> budget
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
         # The last snapshot, whose unchanged copies the next one hands on, and the task
         # copies of its jobs by pod key.
@@ -229,6 +234,14 @@ class Cache:
         self.generation += 1
         self.priority_classes.pop(name, None)
 
+    def add_disruption_budget(self, budget: DisruptionBudget) -> None:
+        self.generation += 1
+        self.budgets[budget.key] = budget
+
+    def delete_disruption_budget(self, key: str) -> None:
+        self.generation += 1
+        self.budgets.pop(key, None)
+
     # ---------------------------------------------------------------- decisions
 
     def _move(self, task: Task, status: Status, node_name: str) -> None:
@@ -342,7 +355,8 @@ class Cache:
                 node.dirty = False
         copies.relink(nodes, self.tasks)
         snapshot = Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped,
-                            warnings, self.node_specs)
+                            warnings, self.node_specs,
+                            tuple(self.budgets[key] for key in sorted(self.budgets)))
         if reuse:
             self._previous = snapshot
         return snapshot

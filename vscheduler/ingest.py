@@ -11,6 +11,7 @@ from vscheduler.framework.results import Event
 from vscheduler.objects import (
     PODGROUP_GROUPS,
     BadObject,
+    parse_disruption_budget,
     parse_node,
     parse_pod,
     parse_podgroup,
@@ -30,6 +31,7 @@ READ_GROUPS: dict[str, tuple[str, ...]] = {
     "PodGroup": PODGROUP_GROUPS,
     "Queue": ("scheduling.volcano.sh",),
     "PriorityClass": ("scheduling.k8s.io",),
+    "PodDisruptionBudget": ("policy",),
 }
 CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass"})
 # Kubernetes' longest name (a DNS subdomain), and the most an Event's note holds: what a
@@ -71,6 +73,8 @@ def add_object(cache: Cache, obj: dict, kind: str | None = None,
         cache.add_queue(parse_queue(obj, order))
     elif read == "PriorityClass":
         cache.add_priority_class(parse_priority_class(obj))
+    elif read == "PodDisruptionBudget":
+        cache.add_disruption_budget(parse_disruption_budget(obj))
     return read
 
 

@@ -655,6 +655,7 @@ class Queue:
         "deserved",
         "guarantee",
         "meta_uid",
+        "min_runtime",
         "name",
         "parent",
         "priority",
@@ -680,6 +681,7 @@ class Queue:
         creation: float = 0.0,
         status_allocated: dict[str, str] | None = None,
         meta_uid: str = "",
+        min_runtime: float | None = None,
     ) -> None:
         self.name = name
         # metadata.uid of the object (`uid` is the name, the key jobs use): Events name it
@@ -695,6 +697,9 @@ class Queue:
         self.annotations = annotations or {}
         self.creation = creation
         self.status_allocated = status_allocated or {}
+        # volcano.sh/min-runtime in seconds: its pods' minimum runtime before they may be
+        # victims, over the action's argument (None: not said here; see guards.py)
+        self.min_runtime = min_runtime
 
     @property
     def uid(self) -> str:

@@ -14,20 +14,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from vscheduler.guards import MIN_RUNTIME_ANNOTATION, parse_duration
 from vscheduler.matching import NODE_NAME_FIELD
 from vscheduler.model import PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
-from vscheduler.specs import NodeSpec, Pod, PodGroupSpec
+from vscheduler.specs import DisruptionBudget, NodeSpec, Pod, PodGroupSpec
 from vscheduler.textinput import TextError, brief, load_json
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
     "PREEMPTABLE_ANNOTATION",
+    "PROTECTION_ANNOTATION",
     "QUEUE_NAME_ANNOTATION",
     "BadObject",
     "NodeSpec",
     "PodGroupSpec",
+    "parse_disruption_budget",
     "parse_node",
     "parse_pod",
     "parse_podgroup",
@@ -39,6 +42,8 @@ __all__ = [
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+# Seed 000's protection: "false" keeps a pod, or every pod of a PodGroup, from eviction.
+PROTECTION_ANNOTATION = "elastic.gpu/preemptible"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 # The coscheduling flavour of gang (scheduler-plugins) names a pod's group by label.
@@ -148,15 +153,19 @@ def _resources(obj: Any, where: str) -> Resource:
 
 
 def _timestamp(meta: dict) -> float | None:
-    raw = meta.get("creationTimestamp")
+    return _time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+
+
+def _time(raw: Any, where: str) -> float | None:
+    """A timestamp field (RFC 3339, as the API server writes them), None if absent."""
     if raw is None:
         return None
     if not isinstance(raw, datetime):
         try:
-            text = _scalar(raw, "metadata.creationTimestamp")
+            text = _scalar(raw, where)
             raw = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise BadObject(f"metadata.creationTimestamp: not a timestamp: {brief(raw)}") from None
+            raise BadObject(f"{where}: not a timestamp: {brief(raw)}") from None
     # A time without a zone is UTC, as the API server writes it: never the local zone
     # of the machine that reads it (that would change decisions from one to another).
     if raw.tzinfo is None:
@@ -347,9 +356,30 @@ def parse_bool(text: str) -> bool | None:
 def read_preemptable(annotations: dict[str, str], labels: dict[str, str], default: bool) -> bool:
     """`volcano.sh/preemptable` of a pod or a PodGroup, one rule for both as in Volcano:
     the annotation, else the label; absent, `default` (a pod may be evicted, a PodGroup is
-    not preemptable); unreadable, not preemptable (protected)."""
-    raw = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
-    return default if raw is None else bool(parse_bool(raw))
+    not preemptable); unreadable, not preemptable (protected). Seed 000's
+    `elastic.gpu/preemptible` is read the same way, and either one saying false (or
+    unreadable) protects: a pod is preemptable only if neither keeps it."""
+    said = None
+    for key in (PREEMPTABLE_ANNOTATION, PROTECTION_ANNOTATION):
+        raw = annotations.get(key, labels.get(key))
+        if raw is None:
+            continue
+        if not parse_bool(raw):
+            return False
+        said = True
+    return default if said is None else said
+
+
+def read_min_runtime(annotations: dict[str, str]) -> float | None:
+    """`volcano.sh/min-runtime` of a Queue or a PodGroup in seconds (a Go duration:
+    `90s`, `10m`, `1h30m`), None when absent."""
+    raw = annotations.get(MIN_RUNTIME_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError as err:
+        raise BadObject(f"metadata.annotations.{MIN_RUNTIME_ANNOTATION}: {err}") from None
 
 
 def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
@@ -390,6 +420,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         host_ports=_host_ports(spec),
         scheduling_gates=gates,
         nominated_node=_text(status.get("nominatedNodeName"), "status.nominatedNodeName", ""),
+        start_time=_time(status.get("startTime"), "status.startTime"),
     )
     group = annotations.get(GROUP_NAME_ANNOTATION, "")
     if not group:
@@ -467,6 +498,7 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
                                          for k in ("type", "status", "reason", "message"))
         conditions.append((type_, state, reason, message))
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+    labels = _str_map(meta.get("labels"), "metadata.labels")
     return PodGroupSpec(
         namespace=namespace,
         name=name,
@@ -474,8 +506,9 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         uid=_text(meta.get("uid"), "metadata.uid", ""),
         resource_version=_text(meta.get("resourceVersion"), "metadata.resourceVersion", ""),
         annotations=annotations,
-        preemptable=read_preemptable(annotations, _str_map(meta.get("labels"), "metadata.labels"),
-                                default=False),
+        preemptable=read_preemptable(annotations, labels, default=False),
+        protected=not read_preemptable(annotations, labels, default=True),
+        min_runtime=read_min_runtime(annotations),
         creation=creation_of(obj, creation_fallback),
         min_member=min_member,
         min_task_member=min_task_member,
@@ -502,6 +535,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
     if weight is None or weight < 0:
         raise BadObject("spec.weight: must be 0 or more")
     guarantee = _map(spec.get("guarantee"), "spec.guarantee").get("resource")
+    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     reclaimable = spec.get("reclaimable")
     if reclaimable is not None and not isinstance(reclaimable, bool):
         raise BadObject(f"spec.reclaimable: expected true or false, got {brief(reclaimable)}")
@@ -518,10 +552,71 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
         priority=_int(spec.get("priority"), "spec.priority", 0) or 0,
         state=_text(status.get("state"), "status.state", ""),
         parent=_text(spec.get("parent"), "spec.parent", ""),
-        annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
+        annotations=annotations,
+        min_runtime=read_min_runtime(annotations),
         creation=creation_of(obj, creation_fallback),
         status_allocated=_str_map(status.get("allocated"), "status.allocated"),
         meta_uid=_text(meta.get("uid"), "metadata.uid", ""),
+    )
+
+
+# --------------------------------------------------------------------------- policy
+
+_PERCENT = re.compile(r"^[0-9]{1,9}%$")
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _int_or_percent(raw: Any, where: str) -> int | str | None:
+    """An IntOrString as a budget uses it: a count of 0 or more, or a percent `50%`."""
+    if raw is None:
+        return None
+    if isinstance(raw, str) and _PERCENT.match(raw):
+        if int(raw[:-1]) > 100:
+            raise BadObject(f"{where}: a percent is at most 100%, got {brief(raw)}")
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise BadObject(f"{where}: expected an integer or a percent, got {brief(raw)}")
+    value = _int(raw, where)
+    if value is None or value < 0:
+        raise BadObject(f"{where}: must be 0 or more, got {brief(raw)}")
+    return value
+
+
+def parse_disruption_budget(obj: dict) -> DisruptionBudget:
+    """A `policy/v1` PodDisruptionBudget: its selector (matchLabels and matchExpressions),
+    minAvailable or maxUnavailable (an integer or a percent), and from its status
+    disruptionsAllowed and disruptedPods where the disruption controller wrote them."""
+    namespace, name, _ = metadata(obj)
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    selector = _map(spec.get("selector"), "spec.selector")
+    expressions = _expressions(selector.get("matchExpressions"),
+                               "spec.selector.matchExpressions")
+    for i, (_, operator, values) in enumerate(expressions):
+        where = f"spec.selector.matchExpressions[{i}]"
+        if operator not in _LABEL_OPERATORS:
+            raise BadObject(f"{where}: a label selector's operator is In, NotIn, Exists or "
+                            f"DoesNotExist, got {operator}")
+        if (operator in ("In", "NotIn")) != bool(values):
+            raise BadObject(f"{where}: In and NotIn need values, Exists and DoesNotExist "
+                            "take none")
+    min_available = _int_or_percent(spec.get("minAvailable"), "spec.minAvailable")
+    max_unavailable = _int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable")
+    if min_available is not None and max_unavailable is not None:
+        raise BadObject("spec: minAvailable and maxUnavailable cannot both be set")
+    allowed = _int(status.get("disruptionsAllowed"), "status.disruptionsAllowed")
+    if allowed is not None and allowed < 0:
+        raise BadObject(f"status.disruptionsAllowed: must be 0 or more, got {allowed}")
+    disrupted = _map(status.get("disruptedPods"), "status.disruptedPods")
+    return DisruptionBudget(
+        namespace=namespace,
+        name=name,
+        match_labels=_str_map(selector.get("matchLabels"), "spec.selector.matchLabels"),
+        match_expressions=tuple(expressions),
+        min_available=min_available,
+        max_unavailable=max_unavailable,
+        disruptions_allowed=allowed,
+        disrupted_pods=frozenset(str(pod) for pod in disrupted),
     )
 
 

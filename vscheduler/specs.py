@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from vscheduler.resources import Resource
 
-__all__ = ["Affinity", "ConditionSpec", "NodeSpec", "Pod", "PodGroupSpec", "pod_index"]
+__all__ = ["Affinity", "ConditionSpec", "DisruptionBudget", "NodeSpec", "Pod", "PodGroupSpec",
+           "pod_index"]
 
 # Node affinity terms: a list of terms (ORed), each a list of (key, operator, values)
 # expressions (ANDed).
@@ -73,6 +74,9 @@ class Pod:
     host_ports: Sequence[tuple[str, str, int]] = ()
     scheduling_gates: tuple[str, ...] = ()
     nominated_node: str = ""
+    # status.startTime (seconds since the epoch), None before the kubelet starts it: a
+    # pod's age, for the minimum runtime before it may be a victim (guards.py)
+    start_time: float | None = None
     # derived from the name (see `pod_index`)
     index: int | None = field(init=False, default=None)
 
@@ -99,6 +103,12 @@ class PodGroupSpec:
     # seconds from creation to give up scheduling it (scheduleTimeoutSeconds)
     schedule_timeout: int | None = None
     preemptable: bool = False
+    # Explicitly not preemptable (`volcano.sh/preemptable` or `elastic.gpu/preemptible`
+    # false): none of its pods is ever a victim. Unlike `preemptable`, absent is False.
+    protected: bool = False
+    # volcano.sh/min-runtime in seconds: its pods' minimum runtime before they may be
+    # victims, over the queue's and the action's (None: not said here)
+    min_runtime: float | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
     # Which CRD the object is of (its status is written as that CRD allows), and what
     # an Event's involvedObject names.
@@ -122,3 +132,35 @@ class NodeSpec:
     # (key, value, effect)
     taints: Sequence[tuple[str, str, str]]
     unschedulable: bool
+
+
+# A label selector requirement: (key, operator, values), operator In, NotIn, Exists or
+# DoesNotExist.
+LabelExpression = tuple[str, str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DisruptionBudget:
+    """What the scheduler reads of a `policy/v1` PodDisruptionBudget: which pods it covers
+    and how many of them may go (guards.py says which victims would break it)."""
+
+    namespace: str
+    name: str
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[LabelExpression, ...] = ()
+    # int, or a percent as written ("50%"); at most one of the two is set
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    # status.disruptionsAllowed, None when the object has no status yet
+    disruptions_allowed: int | None = None
+    # status.disruptedPods: names of pods whose eviction the API server already counted
+    disrupted_pods: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def selector_empty(self) -> bool:
+        """No requirement at all: such a budget covers no pod (kube-scheduler's reading)."""
+        return not self.match_labels and not self.match_expressions

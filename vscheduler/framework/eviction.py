@@ -27,6 +27,7 @@ from functools import cmp_to_key
 from typing import TYPE_CHECKING, Literal
 
 from vscheduler.framework.placement import best_first, eviction_candidates
+from vscheduler.guards import DurationArgument, min_runtime_of, too_young
 from vscheduler.model import Job, Node, Task, TaskStatus
 from vscheduler.plugin import Argument
 from vscheduler.resources import Resource
@@ -44,6 +45,10 @@ GANG_SAFE = Argument("gangSafeEviction", bool, True,
 ARGUMENTS = (
     GANG_SAFE,
     Argument("predicateErrorCacheEnable", bool, True, "accepted, as for allocate"),
+    DurationArgument("minRuntime", str, 0.0,
+                     "a pod runs at least this long (a Go duration, 10m) before it may be "
+                     "a victim; its queue's or PodGroup's volcano.sh/min-runtime says "
+                     "otherwise; 0, the default, guards nothing"),
 )
 
 S = TaskStatus
@@ -67,7 +72,9 @@ class VictimPolicy:
     `gang_safe`: a gang goes whole or not at all. Once the victims are gone the
     preemptor must pass every predicate on the node, and with `queue_must_fit` its
     queue's `allocatable` too. `best_node_first`: nodes are tried best scored first,
-    else in node order. `action` names the evictions ("reclaim", "preempt")."""
+    else in node order. `action` names the evictions ("reclaim", "preempt").
+    `min_runtime` (seconds, the `minRuntime` argument): a pod that has run less is
+    no victim, unless its queue or PodGroup says another figure (`guards.py`)."""
 
     action: str
     statuses: TaskStatus
@@ -77,6 +84,7 @@ class VictimPolicy:
     best_effort_spares_requests: bool = False
     queue_must_fit: bool = False
     best_node_first: bool = False
+    min_runtime: float = 0.0
 
     def __post_init__(self) -> None:
         if self.offered_by not in ("reclaimable", "preemptable"):
@@ -116,23 +124,33 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
 
 def _eligible(session: Session, policy: VictimPolicy,
               preemptor: Task) -> Callable[[Task], bool]:
-    """The policy's victim rule for `preemptor`, as one test per task."""
+    """The policy's victim rule for `preemptor`, as one test per task. Never a victim:
+    a protected pod (its own annotation, read into `Task.preemptable`) or a pod of a
+    protected PodGroup, and a pod younger than its minimum runtime."""
     jobs, queues = session.jobs, session.queues
     statuses, scope = policy.statuses, policy.scope
     own_job = preemptor.job_id
     own_queue = jobs[own_job].queue
     spare_requests = policy.best_effort_spares_requests and preemptor.best_effort
+    argument, now = policy.min_runtime, session.now
 
     def eligible(victim: Task) -> bool:
         if not (victim.status & statuses and victim.preemptable):
             return False
         if spare_requests and not victim.best_effort:
             return False
-        if scope is Scope.OWN_JOB:
-            return victim.job_id == own_job
-        job = jobs.get(victim.job_id)
-        if job is None:
+        if scope is Scope.OWN_JOB and victim.job_id != own_job:
             return False
+        job = jobs.get(victim.job_id)
+        if job is None or job.spec.protected:
+            return False
+        queue = queues.get(job.queue)
+        start = victim.pod.start_time
+        if start is not None and too_young(start, now, min_runtime_of(
+                argument, queue.min_runtime if queue else None, job.spec.min_runtime)):
+            return False
+        if scope is Scope.OWN_JOB:
+            return True
         if scope is Scope.OWN_QUEUE:
             return job.queue == own_queue and victim.job_id != own_job
         return job.queue != own_queue and queues[job.queue].reclaimable

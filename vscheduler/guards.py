@@ -1,0 +1,183 @@
+"""Guards on eviction: which pods no victim policy may take, and which it should spare.
+
+Pure functions over specs and tasks, so each rule is tested on its own and an action's
+victim rule (`eviction._eligible`) only asks them:
+
+- **minimum runtime** (seed 000: a pod that just started has not yet earned anything,
+  evicting it wastes its start-up): the `minRuntime` argument of reclaim and preempt,
+  overridden by the `volcano.sh/min-runtime` annotation of the victim's queue, itself
+  overridden by that of its PodGroup (the most specific wins). A pod younger than its
+  minimum runtime, counted from `status.startTime`, is never a victim; a pod with no
+  start time is not guarded (the seed's rule: no start, no age).
+- **PodDisruptionBudgets**, as kube-scheduler and Volcano's `pdb` plugin read them: each
+  budget allows `status.disruptionsAllowed` disruptions (computed from its spec and the
+  pods it selects when the status does not say); victims are counted against every
+  budget of their namespace that selects them, in the order given, and a victim that
+  takes a budget below zero violates it. Evicting such victims is not forbidden, only
+  less preferred: kube-scheduler picks victims that violate no budget first.
+
+Protection by annotation (`volcano.sh/preemptable`, seed 000's
+`elastic.gpu/preemptible`) is read where objects are read (`objects.read_preemptable`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vscheduler.matching import expression_matches
+from vscheduler.model import TaskStatus
+from vscheduler.plugin import Argument, ArgumentError
+
+if TYPE_CHECKING:
+    from vscheduler.model import Task
+    from vscheduler.specs import DisruptionBudget, Pod
+
+__all__ = ["MIN_RUNTIME_ANNOTATION", "DurationArgument", "allowed_disruptions",
+           "budget_selects", "min_runtime_of", "parse_duration", "split_by_budgets",
+           "too_young"]
+
+# On a Queue or a PodGroup: the least a pod of it runs before it may be a victim.
+MIN_RUNTIME_ANNOTATION = "volcano.sh/min-runtime"
+
+# Go's time.ParseDuration units, in seconds.
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0,
+          "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (`90s`, `10m`, `1h30m`, `1.5h`, `0`) in seconds, as
+    `time.ParseDuration` reads it; ValueError for anything else. Negative durations mean
+    nothing for a minimum runtime and are refused too."""
+    if not isinstance(text, str) or not text or len(text) > 64:
+        raise ValueError(f"not a duration (like 90s, 10m or 1h30m): {text!r}")
+    if text == "0":
+        return 0.0
+    position, total = 0, 0.0
+    while position < len(text):
+        match = _PART.match(text, position)
+        if match is None or match.group(1) in ("", "."):
+            raise ValueError(f"not a duration (like 90s, 10m or 1h30m): {text!r}")
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        position = match.end()
+    if not math.isfinite(total):
+        raise ValueError(f"not a duration (like 90s, 10m or 1h30m): {text!r}")
+    return total
+
+
+class DurationArgument(Argument):
+    """An argument written as a Go duration, handed to the action in seconds: a bad one
+    is refused with the conf, before any scheduling."""
+
+    __slots__ = ()
+
+    def convert(self, raw: Any) -> Any:
+        if isinstance(raw, int | float) and not isinstance(raw, bool) and raw == 0:
+            return 0.0  # a bare 0, as YAML reads `minRuntime: 0`
+        try:
+            return parse_duration(raw)
+        except ValueError:
+            raise ArgumentError(f"must be a duration like 90s, 10m or 1h30m, got {raw!r}") \
+                from None
+
+
+def min_runtime_of(argument: float, queue: float | None, podgroup: float | None) -> float:
+    """A victim's minimum runtime in seconds: its PodGroup's annotation, else its queue's,
+    else the action's argument (the most specific says it)."""
+    if podgroup is not None:
+        return podgroup
+    if queue is not None:
+        return queue
+    return argument
+
+
+def too_young(start_time: float | None, now: float, min_runtime: float) -> bool:
+    """Whether a pod started at `start_time` has run less than `min_runtime` at `now`
+    (a pod with no start time has no age to guard)."""
+    return min_runtime > 0 and start_time is not None and now - start_time < min_runtime
+
+
+# --------------------------------------------------------------------------- budgets
+
+
+def budget_selects(budget: DisruptionBudget, pod: Pod) -> bool:
+    """Whether `budget` covers `pod`: the same namespace and a selector that matches its
+    labels. A budget with no or an empty selector covers nothing, as kube-scheduler's
+    preemption and Volcano's pdb plugin read it."""
+    if budget.namespace != pod.namespace or budget.selector_empty:
+        return False
+    labels = pod.labels
+    if not budget.match_labels.items() <= labels.items():
+        return False
+    return all(expression_matches(expression, labels, "")
+               for expression in budget.match_expressions)
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """An int-or-percent of `total`, a percent rounded up (the disruption controller's
+    `GetScaledValueFromIntOrPercent(..., roundUp=true)`)."""
+    if isinstance(value, int):
+        return value
+    return math.ceil(int(value[:-1]) * total / 100)
+
+
+def allowed_disruptions(budget: DisruptionBudget, healthy: int, expected: int) -> int:
+    """How many of its pods `budget` lets go now: `status.disruptionsAllowed` when the
+    object says it (the disruption controller's figure), else computed as the controller
+    does from `healthy` (its running pods) and `expected` (all its pods): with
+    minAvailable, healthy minus what must stay; with maxUnavailable, what may be down
+    minus what already is; with neither, every healthy pod (nothing must stay)."""
+    if budget.disruptions_allowed is not None:
+        return budget.disruptions_allowed
+    if budget.min_available is not None:
+        desired = _scaled(budget.min_available, expected)
+    elif budget.max_unavailable is not None:
+        desired = expected - _scaled(budget.max_unavailable, expected)
+    else:
+        return healthy
+    return max(0, healthy - desired)
+
+
+def split_by_budgets(victims: Sequence[Task], budgets: Sequence[DisruptionBudget],
+                     pods: Iterable[Task] = ()) -> tuple[list[Task], list[Task]]:
+    """(victims that violate a budget, victims that violate none), each in the given
+    order: kube-scheduler's rule, which prefers the second. Each budget starts from its
+    allowed disruptions (`pods`: the placed tasks of the cluster, to count its healthy
+    and expected pods when the status does not give the figure); each victim it covers
+    and has not already disrupted (status.disruptedPods) takes one, and the victim that
+    takes it below zero violates it."""
+    budgets = [b for b in budgets if not b.selector_empty]
+    if not budgets:
+        return [], list(victims)
+    allowed = _allowed(budgets, pods)
+    violating: list[Task] = []
+    sparing: list[Task] = []
+    for victim in victims:
+        pod = victim.pod
+        violates = False
+        for i, budget in enumerate(budgets):
+            if pod.name in budget.disrupted_pods or not budget_selects(budget, pod):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violates = True
+        (violating if violates else sparing).append(victim)
+    return violating, sparing
+
+
+def _allowed(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> list[int]:
+    needs_count = [b.disruptions_allowed is None for b in budgets]
+    healthy = [0] * len(budgets)
+    expected = [0] * len(budgets)
+    if any(needs_count):
+        for task in pods:
+            for i, budget in enumerate(budgets):
+                if needs_count[i] and budget_selects(budget, task.pod):
+                    expected[i] += 1
+                    if task.status & TaskStatus.RUNNING:
+                        healthy[i] += 1
+    return [allowed_disruptions(b, healthy[i], expected[i]) for i, b in enumerate(budgets)]
+
