@@ -4,13 +4,15 @@ Two passes per queue, as Volcano: first between jobs (a starving job's pending t
 evict other jobs' pods of the same queue), then within each job (a pending task may
 evict a lower-priority task of its own job). Victims must be Bound or Running,
 preemptable, offered by plugins (`preemptable`: e.g. priority offers only lower
-priority), and a best-effort task never evicts one that is not. Nodes are scored and
-tried best first; on a node, victims go in eviction order until the task's resources
-fit, gangs kept whole (see `vscheduler.framework.eviction`); then the queue's
-`allocatable` check and every predicate must pass, or the node is given up (Volcano goes
-on evicting until they pass: a host port held by a victim it has not reached yet, say).
-The task is pipelined onto what is released; a job's evictions are committed only if
-the job is then pipelined.
+priority), and a best-effort task never evicts one that is not. A task first waits on
+what earlier evictions already release; else the plan wasting least across nodes goes
+(ties best scored first). On a node, victims go in eviction order until the task fits,
+its queue is `allocatable` and every predicate passes (Volcano's preempt: a queue at its
+capability evicts its own low-priority pods even where the node has room), gangs kept
+whole, none it does not need (see `vscheduler.framework.eviction`).
+`evictUntilQueueHasRoom: false` stops at the node's fit and gives the node up if the
+queue is still full. The task is pipelined onto what is released; a job's evictions
+are committed only if the job is then pipelined.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import replace
 
 from vscheduler.framework.eviction import (
     ARGUMENTS,
+    UNTIL_QUEUE_HAS_ROOM,
     Scope,
     VictimPolicy,
     evict_for,
@@ -33,7 +36,7 @@ from vscheduler.plugin import Action
 
 class Preempt(Action):
     name = "preempt"
-    arguments = ARGUMENTS
+    arguments = (*ARGUMENTS, UNTIL_QUEUE_HAS_ROOM)
 
     def execute(self, session: Session) -> None:
         # Bound or running preemptable pods of the queue's other jobs, as plugins offer
@@ -43,7 +46,9 @@ class Preempt(Action):
             "preempt", PREEMPTABLE_STATUSES, Scope.OWN_QUEUE, offered_by="preemptable",
             gang_safe=self.args.get("gangSafeEviction", True),
             min_runtime=self.args.get("minRuntime", 0.0),
-            best_effort_spares_requests=True, queue_must_fit=True, best_node_first=True)
+            best_effort_spares_requests=True, queue_must_fit=True,
+            until_queue_has_room=self.args.get("evictUntilQueueHasRoom", True),
+            best_node_first=True)
         within_job = replace(between_jobs, scope=Scope.OWN_JOB)
         starving: dict[str, PriorityQueue[Job]] = {}
         under_request: dict[str, list[Job]] = {}

@@ -4,10 +4,11 @@ For each starving job (it has fewer tasks placed than it needs), in queue order 
 order, each pending task looks for a node where evicting running pods of *other* queues
 makes it fit: the queue must be allowed to reclaim (`preemptive`), victims must be
 offered by plugins (`reclaimable`), be preemptable and belong to a reclaimable queue.
-Nodes are tried in order, the first that works is used; victims go in eviction order
-until the task fits, gangs kept whole (see `vscheduler.framework.eviction`). The task is
-not bound: it is pipelined onto what the evictions release, and placed once the
-victims are gone. A job's evictions are committed only if the job is then pipelined
+A task first waits on what earlier evictions already release; else the plan wasting
+least across nodes goes (ties in node order): victims in eviction order until the task
+fits, gangs kept whole, none it does not need (see `vscheduler.framework.eviction`).
+The task is not bound: it is pipelined onto what the evictions release, and placed once
+the victims are gone. A job's evictions are committed only if the job is then pipelined
 (gang-complete counting what waits); otherwise nothing of the attempt remains.
 """
 

@@ -161,3 +161,25 @@ def test_preempt_tries_nodes_best_scored_first_whatever_the_nans(scores: list[fl
     finite = [s if s - s == 0.0 else 0.0 for s in scores]
     best = max(range(len(finite)), key=finite.__getitem__)  # ties: the first listed
     assert _preempt_with_scores(scores) == [f"n{best}"]
+
+
+def test_in_queue_preemption_goes_on_until_the_queue_has_room():
+    # Queue capability 4 CPU, a low-priority pod of 3 CPU runs, a high-priority pod of 3
+    # CPU is pending on a node with room: the node fits it already, the queue does not,
+    # so the low-priority pod goes (Volcano's preempt) and the other is pipelined.
+    objects = [*CLASSES, node("n1", cpu="8"), queue("q", capability={"cpu": "4"}),
+               running("low", cpu="3", queue="q", priority_class="low"),
+               pod("urgent", cpu="3", queue="q", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert [(e["pod"], e["for"]) for e in report["evictions"]] == [
+        ("default/low", "default/urgent")]
+    assert report["pipelined"] == {"default/urgent": "n1"}
+    # evictUntilQueueHasRoom: false stops at the node, which needs no victim: nothing
+    # is evicted and the pod waits.
+    keep = CONF + """configurations:
+- name: preempt
+  arguments: {evictUntilQueueHasRoom: false}
+"""
+    report = simulate(objects, keep)
+    assert report["evictions"] == [] and report["pipelined"] == {}
+    assert "default/urgent" in report["pending"]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from tests.builders import gang, node, pod, podgroup, queue, simulate
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.builders import gang, node, pod, podgroup, priority_class, queue, simulate
 
 CONF = """
 actions: "enqueue, allocate, backfill, reclaim"
@@ -127,3 +132,50 @@ def test_gang_reclaimer_commits_only_if_the_whole_gang_can_wait():
     report = simulate(objects, CONF)
     assert len(report["evictions"]) == 3
     assert sorted(report["pipelined"]) == [f"default/need3-{i}" for i in range(3)]
+
+
+TIDAL_CONF = (Path(__file__).parents[2] / "conf" / "tidal-reclaim.conf").read_text()
+RTX = {"nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-4090", "nvidia.com/gpu.memory": "24564",
+       "nvidia.com/gpu.count": "8"}
+
+
+def tidal_scene(nodes: int, inference: int) -> list[dict]:
+    """Seed 002's scene, small: every node full with one training gang of 8 one-GPU pods
+    (Job owners, reclaimable queue of priority 20000), then `inference` one-GPU pods
+    (ReplicaSet owners) arrive in a non-reclaimable queue of priority 80000."""
+    card = "NVIDIA-GeForce-RTX-4090"
+    objects: list[dict] = [
+        priority_class("pc-high", 80000), priority_class("pc-lowest", 20000),
+        queue("queue-inference", priority=80000, reclaimable=False,
+              capability={"cpu": "1000", "memory": "4000Gi"},
+              annotations={"volcano.sh/card.quota": f'{{"{card}": {8 * nodes}}}'}),
+        queue("queue-training", priority=20000, reclaimable=True,
+              capability={"cpu": "1000", "memory": "4000Gi"},
+              annotations={"volcano.sh/card.quota": f'{{"{card}": {8 * nodes}}}'}),
+    ]
+    for n in range(nodes):
+        objects.append(node(f"gpu-{n}", cpu="64", memory="512Gi", labels=RTX,
+                            **{"nvidia.com/gpu": "8"}))
+        group = f"train-{n}"
+        objects.append(podgroup(group, 8, queue="queue-training", phase="Running",
+                                priority_class="pc-lowest"))
+        objects += [pod(f"{group}-{i}", cpu="1", queue="queue-training", group=group,
+                        node_name=f"gpu-{n}", owner_kind="Job", priority_class="pc-lowest",
+                        **{"nvidia.com/gpu": "1"}) for i in range(8)]
+    objects += [pod(f"infer-{i}", cpu="1", queue="queue-inference", owner_kind="ReplicaSet",
+                    priority_class="pc-high", **{"nvidia.com/gpu": "1"})
+                for i in range(inference)]
+    return objects
+
+
+@pytest.mark.parametrize(("nodes", "inference"), [(4, 1), (4, 8), (4, 9), (6, 20)])
+def test_tidal_reclaim_reuses_what_earlier_evictions_release(nodes, inference):
+    # Seed 002 at small size: after one gang goes, the next inference pods wait on the
+    # GPUs it releases; a new gang goes only when those are taken. Whole gangs only.
+    report = simulate(tidal_scene(nodes, inference), TIDAL_CONF)
+    evicted = [e["pod"] for e in report["evictions"]]
+    gangs = {p.rsplit("-", 1)[0] for p in evicted}
+    assert len(gangs) == math.ceil(inference / 8)
+    assert len(evicted) == 8 * len(gangs)
+    assert sorted(report["pipelined"]) == sorted(f"default/infer-{i}"
+                                                 for i in range(inference))

@@ -22,6 +22,7 @@ from vscheduler.framework.eviction import (
     evict_for,
     never_preempts,
     plan,
+    victim_order,
 )
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
@@ -30,6 +31,8 @@ from vscheduler.model import PREEMPTABLE_STATUSES, Task, TaskStatus
 S = TaskStatus
 
 RECLAIM = VictimPolicy("reclaim", S.RUNNING, Scope.OTHER_QUEUES, offered_by="reclaimable")
+# Reclaim's statuses, hook and node order, within the one queue these tests use.
+RECLAIM_HERE = dataclasses.replace(RECLAIM, scope=Scope.OWN_QUEUE)
 PREEMPT = VictimPolicy("preempt", PREEMPTABLE_STATUSES, Scope.OWN_QUEUE,
                        offered_by="preemptable", best_effort_spares_requests=True,
                        queue_must_fit=True, best_node_first=True)
@@ -188,6 +191,75 @@ def test_victims_that_break_no_gang_go_before_a_gang() -> None:
     session = open_session(objects)
     assert names(plan(session, PREEMPT, task(session, "p"), session.nodes["n1"])) == [
         "loose"]
+
+
+def test_a_victim_later_ones_made_unnecessary_is_spared() -> None:
+    # In victim order the small pod goes first, yet the big one alone makes room: the
+    # reprieve drops the small one before anything is evicted.
+    objects = [node("n1", cpu="4"), running("big", cpu="3"), running("small", cpu="1"),
+               pod("p", cpu="3")]
+    session = open_session(objects)
+    p = task(session, "p")
+    order = victim_order(session, [task(session, "big"), task(session, "small")], p)
+    assert [t.name for t in order] == ["small", "big"]
+    assert names(plan(session, PREEMPT, p, session.nodes["n1"])) == ["big"]
+    assert evict_for(session, session.statement(), PREEMPT, p)
+    assert (task(session, "small").status, task(session, "big").status) == (
+        S.RUNNING, S.RELEASING)
+
+
+def test_a_gang_later_ones_made_unnecessary_is_spared() -> None:
+    # p needs 5 CPUs of n1's 6. The lone pod goes first (1 CPU), then neither gang alone
+    # is enough: the one freeing most here goes (g3), then g2. With both gangs gone
+    # the lone pod is not needed any more: it is spared.
+    objects = [node("n1", cpu="6"), running("loose", cpu="1", priority=1),
+               podgroup("g2", 2, phase="Running"),
+               *(running(f"g2-{i}", group="g2", priority=2) for i in range(2)),
+               podgroup("g3", 3, phase="Running"),
+               *(running(f"g3-{i}", group="g3", priority=2) for i in range(3)),
+               pod("p", cpu="5", priority=10)]
+    session = open_session(objects)
+    assert names(plan(session, PREEMPT, task(session, "p"), session.nodes["n1"])) == [
+        "g2-0", "g2-1", "g3-0", "g3-1", "g3-2"]
+
+
+def test_the_plan_wasting_least_across_nodes_goes() -> None:
+    # A 4-GPU pod: an 8-GPU gang fills n1, a 4-GPU gang n2. n1 comes first in node order,
+    # but the gang on n2 frees exactly enough.
+    gpu = {"nvidia.com/gpu": "1"}
+    objects = [node("n1", cpu="16", **{"nvidia.com/gpu": "8"}),
+               node("n2", cpu="16", **{"nvidia.com/gpu": "4"}),
+               podgroup("big", 8, phase="Running"),
+               *(running(f"big-{i}", group="big", **gpu) for i in range(8)),
+               podgroup("small", 4, phase="Running"),
+               *(running(f"small-{i}", node_name="n2", group="small", **gpu)
+                 for i in range(4)),
+               pod("p", cpu="1", **{"nvidia.com/gpu": "4"})]
+    for policy in (RECLAIM_HERE, PREEMPT):
+        session = open_session(objects)
+        p = task(session, "p")
+        assert evict_for(session, session.statement(), policy, p)
+        assert p.node_name == "n2"
+        assert sorted(t.name for job in session.jobs.values() for t in job.tasks.values()
+                      if t.status == S.RELEASING) == [f"small-{i}" for i in range(4)]
+
+
+def test_a_node_where_earlier_evictions_release_enough_is_used_first() -> None:
+    # p1's eviction releases 4 CPUs on n1 (its gang and n2's waste the same: node order
+    # decides); p2 waits on what is left of them rather than evicting on n2.
+    objects = [node("n1", cpu="4"), node("n2", cpu="4"), podgroup("g", 4, phase="Running"),
+               *(running(f"g-{i}", group="g") for i in range(4)),
+               podgroup("h", 4, phase="Running"),
+               *(running(f"h-{i}", node_name="n2", group="h") for i in range(4)),
+               pod("p1", cpu="2", priority=10), pod("p2", cpu="2", priority=10)]
+    session = open_session(objects)
+    statement = session.statement()
+    p1, p2 = task(session, "p1"), task(session, "p2")
+    assert evict_for(session, statement, RECLAIM_HERE, p1)
+    assert p1.node_name == "n1"
+    assert evict_for(session, statement, RECLAIM_HERE, p2)
+    assert (p2.node_name, p2.eviction_occurred) == ("n1", False)
+    assert all(task(session, f"h-{i}").status == S.RUNNING for i in range(4))
 
 
 # --------------------------------------------------------------------------- evict_for

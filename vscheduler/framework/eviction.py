@@ -6,7 +6,15 @@ gangs are kept whole, and what must hold once the victims are gone. From a polic
 `evict_for` derives the candidate nodes (placement's, in node order or best scored
 first), the victims on each node in Volcano's victim order, whole-job victims, the plan,
 and the step that evicts and pipelines. Plugins say *who may* be evicted; this module
-decides *who is*, taking victims until the preemptor fits.
+decides *who is*.
+
+Exact: no eviction the preemptor does not need. A pending task first waits on what
+earlier evictions of the session already release (a node whose future idle fits it);
+only if none does are victims planned, on every candidate node, and the plan that
+wastes least (GPUs first, then the other resources) is carried out. On a node, victims
+go in eviction order until the preemptor fits (and, for preempt, until its queue has
+room and every predicate passes, as Volcano's preempt); then a reprieve pass spares any
+victim the later ones made unnecessary.
 
 Gang safety (on by default; the actions' `gangSafeEviction: false` turns it off):
 evicting a pod of a gang that would leave the gang with fewer running tasks than its
@@ -14,13 +22,12 @@ minMember stops the whole job being useful while it keeps holding the rest of it
 resources. So such a victim is taken only together with its whole job, in the same
 statement (every task of the job goes, on every node, and all that frees counts), or
 not at all. Victims that break no gang are preferred; when gangs must go, the gang that
-makes the preemptor fit with the least waste goes first; victims made unnecessary by a
-gang's eviction are spared.
+makes the preemptor fit with the least waste goes first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
@@ -36,8 +43,8 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
-__all__ = ["ARGUMENTS", "GANG_SAFE", "Scope", "VictimPolicy", "evict_for", "never_preempts",
-           "plan", "victim_order"]
+__all__ = ["ARGUMENTS", "GANG_SAFE", "UNTIL_QUEUE_HAS_ROOM", "Scope", "VictimPolicy",
+           "evict_for", "never_preempts", "plan", "victim_order"]
 
 # The arguments of reclaim and preempt: gang-safe eviction can be turned off.
 GANG_SAFE = Argument("gangSafeEviction", bool, True,
@@ -50,6 +57,12 @@ ARGUMENTS = (
                      "a victim; its queue's or PodGroup's volcano.sh/min-runtime says "
                      "otherwise; 0, the default, guards nothing"),
 )
+# preempt's: victims go on until the queue has room too (Volcano's behaviour), or, off,
+# only until the preemptor fits the node (the queue then checked once, after).
+UNTIL_QUEUE_HAS_ROOM = Argument(
+    "evictUntilQueueHasRoom", bool, True,
+    "go on evicting until the preemptor's queue has room as well as the node; false "
+    "stops at the node and gives it up if the queue is still full")
 
 S = TaskStatus
 
@@ -71,7 +84,9 @@ class VictimPolicy:
     preemptor is best-effort. Plugins then offer victims through the `offered_by` hook.
     `gang_safe`: a gang goes whole or not at all. Once the victims are gone the
     preemptor must pass every predicate on the node, and with `queue_must_fit` its
-    queue's `allocatable` too. `best_node_first`: nodes are tried best scored first,
+    queue's `allocatable` too; with `until_queue_has_room` as well, victims are taken
+    until those pass (Volcano's preempt), not only until the preemptor's resources fit
+    the node. `best_node_first`: nodes are tried best scored first,
     else in node order. `action` names the evictions ("reclaim", "preempt").
     `min_runtime` (seconds, the `minRuntime` argument): a pod that has run less is
     no victim, unless its queue or PodGroup says another figure (`guards.py`)."""
@@ -83,6 +98,7 @@ class VictimPolicy:
     gang_safe: bool = True
     best_effort_spares_requests: bool = False
     queue_must_fit: bool = False
+    until_queue_has_room: bool = False
     best_node_first: bool = False
     min_runtime: float = 0.0
 
@@ -99,19 +115,32 @@ def never_preempts(task: Task) -> bool:
 
 def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
               preemptor: Task) -> bool:
-    """Evict victims under `policy` on the first candidate node where that makes room
-    for `preemptor`, and pipeline it there, merged into `statement`. False if no node
-    works; then nothing has changed."""
-    nodes: Iterable[Node] = eviction_candidates(session, preemptor)
+    """Make room for `preemptor` and pipeline it, merged into `statement`; False if no
+    node works, and then nothing has changed.
+
+    First a node whose future idle (what earlier evictions already release, less what
+    is already pipelined there) fits it takes it with no eviction at all: evicting
+    again where GPUs are on their way out is how one gang per pending pod would go.
+    Only then are victims planned, on every candidate node, and the plan that wastes
+    least (`_waste`: GPUs first, then the other resources) is carried out; ties keep the
+    node order (best scored first with `best_node_first`)."""
+    nodes: list[Node] = list(eviction_candidates(session, preemptor))
     if policy.best_node_first:
-        nodes = best_first(session, preemptor, list(nodes))
-    eligible = _eligible(session, policy, preemptor)
+        nodes = best_first(session, preemptor, nodes)
+    req = preemptor.resreq
     for node in nodes:
-        victims = _plan_on_node(session, policy, preemptor, node, eligible)
-        if victims is not None and _evict_and_pipeline(session, statement, policy,
-                                                       preemptor, node, victims):
+        if node.insufficient_future(req) is None and _evict_and_pipeline(
+                session, statement, policy, preemptor, node, []):
             return True
-    return False
+    eligible = _eligible(session, policy, preemptor)
+    plans: list[tuple[tuple[float, float, int], int, Node, list[Task]]] = []
+    for index, node in enumerate(nodes):
+        victims = _plan_on_node(session, policy, preemptor, node, eligible)
+        if victims:
+            plans.append((_waste(victims, session.total_resource), index, node, victims))
+    plans.sort(key=lambda entry: entry[:2])
+    return any(_evict_and_pipeline(session, statement, policy, preemptor, node, victims)
+               for _, _, node, victims in plans)
 
 
 def plan(session: Session, policy: VictimPolicy, preemptor: Task,
@@ -197,6 +226,28 @@ def _weight(amount: Resource, total: Resource) -> float:
     return weight
 
 
+def _is_gpu(name: str) -> bool:
+    """GPUs are what eviction is mostly about (seeds 000 and 002): any resource whose
+    name says gpu (`nvidia.com/gpu`, `amd.com/gpu`, `volcano.sh/vgpu-number`)."""
+    return "gpu" in name.lower()
+
+
+def _waste_of(amount: Resource, total: Resource) -> tuple[float, float]:
+    """What freeing `amount` costs, to compare plans for the same preemptor (whose need
+    is the same whatever is chosen, so what is freed is the waste plus a constant): the
+    GPUs first, then the share of the cluster of every resource."""
+    gpus = sum(amount.get(name) for name in amount.names() if _is_gpu(name))
+    return gpus, _weight(amount, total)
+
+
+def _waste(victims: list[Task], total: Resource) -> tuple[float, float, int]:
+    """A plan's waste (`_waste_of` all it frees, on every node), then its victims' count."""
+    freed = Resource()
+    for victim in victims:
+        freed.add(victim.resreq)
+    return (*_waste_of(freed, total), len(victims))
+
+
 def _take_victims(
     session: Session,
     preemptor: Task,
@@ -204,78 +255,90 @@ def _take_victims(
     victims: list[Task],
     gang_safe: bool,
     whole_job: Callable[[Job], list[Task] | None],
+    room: Callable[[list[Task]], bool] | None = None,
 ) -> list[Task] | None:
-    """The tasks to evict so that `preemptor` fits on `node` (resources only), taken
-    from `victims` (already in eviction order, all on `node`), or None if they cannot
-    make it fit. With `gang_safe`, a victim whose gang would drop below minMember is
-    taken only with its whole job, as `whole_job(job)` gives it (None: the job cannot
-    be evicted whole)."""
+    """The tasks to evict so that `preemptor` fits on `node` (resources, and `room` of
+    the chosen tasks when given: the queue's room, say), taken from `victims` (already
+    in eviction order, all on `node`), or None if they cannot make it fit. With
+    `gang_safe`, a victim whose gang would drop below minMember is taken only with its
+    whole job, as `whole_job(job)` gives it (None: the job cannot be evicted whole).
+    Last, a reprieve: a victim (or whole gang) that the later ones made unnecessary is
+    spared, the last taken first, so nothing is evicted the plan does not need."""
     jobs = session.jobs
     need = preemptor.resreq
+
+    # What is taken, as units evicted together (one task, or a whole gang), each with
+    # what it frees on this node.
+    units: list[tuple[list[Task], Resource]] = []
+    spared: set[int] = set()
+
+    def taken() -> list[Task]:
+        return [t for i, (tasks, _) in enumerate(units) if i not in spared for t in tasks]
+
+    def enough(available: Resource, extra: Sequence[Task] = ()) -> bool:
+        return _fits(need, available) and (room is None or room(taken() + list(extra)))
+
     available = node.future_idle()
-    chosen: list[Task] = []
-    taken: dict[str, int] = {}
+    counts: dict[str, int] = {}
     breakers: list[Task] = []
     for victim in victims:
-        if _fits(need, available):
+        if enough(available):
             break
         job = jobs[victim.job_id]
         # Breaking a gang leaves it with some tasks but fewer than its minimum; taking
         # its last one evicts it whole. (A task taking the place of a task of its own
         # job leaves the job no smaller.)
-        remaining = job.ready_task_num() - taken.get(job.uid, 0) - 1
+        remaining = job.ready_task_num() - counts.get(job.uid, 0) - 1
         if (gang_safe and victim.job_id != preemptor.job_id
                 and 0 < remaining < job.min_available):
             breakers.append(victim)
             continue
-        chosen.append(victim)
-        taken[job.uid] = taken.get(job.uid, 0) + 1
+        units.append(([victim], victim.resreq))
+        counts[job.uid] = counts.get(job.uid, 0) + 1
         available.add(victim.resreq)
-    if _fits(need, available):
-        return chosen
-    if not breakers:
-        return None
 
-    # Whole gangs: what each would free here, and in all.
-    chosen_keys = {t.key for t in chosen}
-    options: dict[str, tuple[list[Task], Resource, float]] = {}
-    for victim in breakers:
-        if victim.job_id in options:
-            continue
-        tasks = whole_job(jobs[victim.job_id])
-        if not tasks:
-            continue
-        tasks = [t for t in tasks if t.key not in chosen_keys]
-        here = Resource()
-        total = Resource()
-        for task in tasks:
-            total.add(task.resreq)
-            if task.node_name == node.name:
-                here.add(task.resreq)
-        options[victim.job_id] = (tasks, here, _weight(total, session.total_resource))
-    gang_tasks: list[Task] = []
-    gangs: set[str] = set()
-    while options and not _fits(need, available):
-        enough = [uid for uid, (_, here, _) in options.items()
-                  if _fits(need, available.clone().add(here))]
-        if enough:
-            pick = min(enough, key=lambda uid: options[uid][2])  # least waste
+    if not enough(available):
+        # Whole gangs: what each would free here, and in all.
+        chosen_keys = {t.key for t in taken()}
+        options: dict[str, tuple[list[Task], Resource, tuple[float, float]]] = {}
+        for victim in breakers:
+            if victim.job_id in options:
+                continue
+            tasks = whole_job(jobs[victim.job_id])
+            if not tasks:
+                continue
+            tasks = [t for t in tasks if t.key not in chosen_keys]
+            here = Resource()
+            total = Resource()
+            for task in tasks:
+                total.add(task.resreq)
+                if task.node_name == node.name:
+                    here.add(task.resreq)
+            options[victim.job_id] = (tasks, here,
+                                      _waste_of(total, session.total_resource))
+        while options and not enough(available):
+            sufficient = [uid for uid, (tasks, here, _) in options.items()
+                          if enough(available.clone().add(here), tasks)]
+            if sufficient:
+                pick = min(sufficient, key=lambda uid: options[uid][2])  # least waste
+            else:
+                pick = max(options, key=lambda uid: _waste_of(options[uid][1],
+                                                              session.total_resource))
+            tasks, here, _ = options.pop(pick)
+            units.append((tasks, here))
+            available.add(here)
+        if not enough(available):
+            return None
+
+    # The reprieve: spare what the units taken after it made unnecessary.
+    for index in reversed(range(len(units))):
+        spared.add(index)
+        without = available.clone().sub(units[index][1])
+        if enough(without):
+            available = without
         else:
-            pick = max(options, key=lambda uid: _weight(options[uid][1],
-                                                        session.total_resource))
-        tasks, here, _ = options.pop(pick)
-        gangs.add(pick)
-        gang_tasks.extend(tasks)
-        available.add(here)
-    if not _fits(need, available):
-        return None
-    # Spare the victims the gangs made unnecessary, the last taken first (not those of
-    # a gang that goes whole).
-    for victim in reversed(list(chosen)):
-        if victim.job_id not in gangs and _fits(need, available.clone().sub(victim.resreq)):
-            chosen.remove(victim)
-            available.sub(victim.resreq)
-    return chosen + gang_tasks
+            spared.discard(index)
+    return taken()
 
 
 def _could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
@@ -317,9 +380,30 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     # Plugins keep the candidates' order, or are put back in it.
     position = {t.key: i for i, t in enumerate(candidates)}
     victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
+    room = _room(session, policy, preemptor, node) \
+        if policy.queue_must_fit and policy.until_queue_has_room else None
     return _take_victims(session, preemptor, node, victims, policy.gang_safe,
                          lambda job: _whole_job(job, eligible,
-                                                lambda placed: offer(preemptor, placed)))
+                                                lambda placed: offer(preemptor, placed)),
+                         room)
+
+
+def _room(session: Session, policy: VictimPolicy, preemptor: Task,
+          node: Node) -> Callable[[list[Task]], bool]:
+    """Whether, with the given victims gone, the preemptor's queue is `allocatable` and
+    every predicate passes on `node`: tried in a statement that is then discarded."""
+    queue = session.queues[session.jobs[preemptor.job_id].queue]
+
+    def room(victims: list[Task]) -> bool:
+        step = session.statement()
+        for victim in victims:
+            step.evict(victim, policy.action, preemptor)
+        passes = (session.allocatable(queue, preemptor) is None
+                  and session.predicate(preemptor, node) is None)
+        step.discard()
+        return passes
+
+    return room
 
 
 def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPolicy,
