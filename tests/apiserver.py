@@ -149,6 +149,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("PriorityClass", "priorityclasses", "scheduling.k8s.io", "v1", False,
              short_names=("pc",)),
     Resource("Lease", "leases", "coordination.k8s.io", "v1", True),
+    Resource("PodDisruptionBudget", "poddisruptionbudgets", "policy", "v1", True, ("status",),
+             short_names=("pdb",)),
 )
 
 CHART_CRDS = tuple(sorted((Path(__file__).resolve().parent.parent / "charts" / "vscheduler"

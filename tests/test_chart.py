@@ -73,6 +73,7 @@ CLUSTER_GRANTS = {
       for verb in ("update", "patch")),
     # Volcano's PodGroup CRD has no status subresource: status is patched on the object.
     ("scheduling.volcano.sh", "podgroups", "patch"),
+    *(("policy", "poddisruptionbudgets", verb) for verb in ("get", "list", "watch")),
 }
 LEASE_GRANTS = {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 

@@ -22,6 +22,7 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "Node": ("", "v1", "nodes", False),
     "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups", True),
     "Pod": ("", "v1", "pods", True),
+    "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
 }
 
 
@@ -64,3 +65,5 @@ def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:
         cache.delete_queue(name)
     elif kind == "PriorityClass":
         cache.delete_priority_class(name)
+    elif kind == "PodDisruptionBudget":
+        cache.delete_disruption_budget(f"{namespace}/{name}")
