@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders import gang, node, pod, podgroup, priority_class, queue, simulate
 
@@ -139,19 +142,21 @@ RTX = {"nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-4090", "nvidia.com/gpu.memo
        "nvidia.com/gpu.count": "8"}
 
 
-def tidal_scene(nodes: int, inference: int) -> list[dict]:
+def tidal_scene(nodes: int, inference: int, cards: int | None = None) -> list[dict]:
     """Seed 002's scene, small: every node full with one training gang of 8 one-GPU pods
     (Job owners, reclaimable queue of priority 20000), then `inference` one-GPU pods
-    (ReplicaSet owners) arrive in a non-reclaimable queue of priority 80000."""
+    (ReplicaSet owners) arrive in a non-reclaimable queue of priority 80000. Each queue
+    may hold `cards` GPUs (default all the nodes')."""
     card = "NVIDIA-GeForce-RTX-4090"
+    cards = 8 * nodes if cards is None else cards
     objects: list[dict] = [
         priority_class("pc-high", 80000), priority_class("pc-lowest", 20000),
         queue("queue-inference", priority=80000, reclaimable=False,
               capability={"cpu": "1000", "memory": "4000Gi"},
-              annotations={"volcano.sh/card.quota": f'{{"{card}": {8 * nodes}}}'}),
+              annotations={"volcano.sh/card.quota": f'{{"{card}": {cards}}}'}),
         queue("queue-training", priority=20000, reclaimable=True,
               capability={"cpu": "1000", "memory": "4000Gi"},
-              annotations={"volcano.sh/card.quota": f'{{"{card}": {8 * nodes}}}'}),
+              annotations={"volcano.sh/card.quota": f'{{"{card}": {cards}}}'}),
     ]
     for n in range(nodes):
         objects.append(node(f"gpu-{n}", cpu="64", memory="512Gi", labels=RTX,
@@ -179,3 +184,66 @@ def test_tidal_reclaim_reuses_what_earlier_evictions_release(nodes, inference):
     assert len(evicted) == 8 * len(gangs)
     assert sorted(report["pipelined"]) == sorted(f"default/infer-{i}"
                                                  for i in range(inference))
+
+
+def _gang_scene(layout: list[tuple[int, list[int]]], inference: int) -> list[dict]:
+    """Nodes of `gpus` GPUs each running training gangs of the given sizes (one GPU a
+    pod, whole gangs on one node), and `inference` one-GPU inference pods pending."""
+    objects = tidal_scene(0, inference, cards=64)
+    for n, (gpus, gangs) in enumerate(layout):
+        objects.append(node(f"gpu-{n}", cpu="64", memory="512Gi", labels=RTX,
+                            **{"nvidia.com/gpu": str(gpus)}))
+        for g, size in enumerate(gangs):
+            group = f"train-{n}-{g}"
+            objects.append(podgroup(group, size, queue="queue-training", phase="Running",
+                                    priority_class="pc-lowest"))
+            objects += [pod(f"{group}-{i}", cpu="1", queue="queue-training", group=group,
+                            node_name=f"gpu-{n}", owner_kind="Job",
+                            priority_class="pc-lowest", **{"nvidia.com/gpu": "1"})
+                        for i in range(size)]
+    return objects
+
+
+def _fewest_evictions(layout: list[tuple[int, list[int]]], inference: int) -> int | None:
+    """Brute force: the fewest pods whose gangs, evicted whole, leave room for
+    `inference` one-GPU pods beside the idle GPUs; None if no choice does."""
+    gangs = [(n, size) for n, (_, sizes) in enumerate(layout) for size in sizes]
+    idle = sum(gpus - sum(sizes) for gpus, sizes in layout)
+    best = None
+    for chosen in itertools.product((False, True), repeat=len(gangs)):
+        freed = sum(size for (_, size), take in zip(gangs, chosen, strict=True) if take)
+        if idle + freed >= inference and (best is None or freed < best):
+            best = freed
+    return best
+
+
+@st.composite
+def gang_clusters(draw):
+    layout = []
+    for _ in range(draw(st.integers(1, 4))):
+        gpus = draw(st.sampled_from([4, 8]))
+        # Mostly full nodes (reclaim must evict), one gang or a few.
+        first = draw(st.integers(1, gpus))
+        sizes = [first] + ([draw(st.integers(1, gpus - first))] if first < gpus else [])
+        layout.append((gpus, sizes))
+    return layout, draw(st.integers(1, 12))
+
+
+@settings(max_examples=40, deadline=None)
+@given(gang_clusters())
+def test_reclaim_evicts_at_most_the_fewest_plus_the_gang_rounding(case):
+    # Whole gangs only, and each gang's GPUs used before another goes: what reclaim
+    # evicts exceeds the fewest that free enough by less than one gang.
+    layout, inference = case
+    report = simulate(_gang_scene(layout, inference), TIDAL_CONF)
+    evicted = len(report["evictions"])
+    assert len(report["pipelined"]) + len(report["binds"]) == min(
+        inference, sum(gpus for gpus, _ in layout))
+    fewest = _fewest_evictions(layout, inference)
+    largest = max(size for _, sizes in layout for size in sizes)
+    if fewest is not None:
+        assert evicted <= fewest + largest - 1
+    gangs = {e["pod"].rsplit("-", 1)[0] for e in report["evictions"]}
+    sizes = {f"default/train-{n}-{g}": size for n, (_, s) in enumerate(layout)
+             for g, size in enumerate(s)}
+    assert evicted == sum(sizes[g] for g in gangs)  # gangs whole
