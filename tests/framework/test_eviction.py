@@ -244,6 +244,30 @@ def test_the_plan_wasting_least_across_nodes_goes() -> None:
                       if t.status == S.RELEASING) == [f"small-{i}" for i in range(4)]
 
 
+def test_plans_are_compared_on_as_many_nodes_as_node_sampling_finds() -> None:
+    """On a large cluster, plans are made on candidate nodes in order until node sampling
+    has enough of them, as allocate counts feasible nodes: the least wasteful of those
+    goes. With sampling off, every node is planned on."""
+    from vscheduler.framework.placement import OFF, NodeSampling
+
+    gpu = {"nvidia.com/gpu": "1"}
+    objects = [node("n1", cpu="16", **{"nvidia.com/gpu": "8"}),
+               node("n2", cpu="16", **{"nvidia.com/gpu": "4"}),
+               podgroup("big", 8, phase="Running"),
+               *(running(f"big-{i}", group="big", **gpu) for i in range(8)),
+               podgroup("small", 4, phase="Running"),
+               *(running(f"small-{i}", node_name="n2", group="small", **gpu)
+                 for i in range(4)),
+               pod("p", cpu="1", **{"nvidia.com/gpu": "4"})]
+    for sampling, chosen in ((NodeSampling(minimum_feasible=1, percentage=50), "n1"),
+                             (OFF, "n2")):
+        session = open_session(objects)
+        session.node_sampling = sampling
+        p = task(session, "p")
+        assert evict_for(session, session.statement(), RECLAIM_HERE, p)
+        assert p.node_name == chosen
+
+
 def test_a_node_where_earlier_evictions_release_enough_is_used_first() -> None:
     # p1's eviction releases 4 CPUs on n1 (its gang and n2's waste the same: node order
     # decides); p2 waits on what is left of them rather than evicting on n2.
