@@ -27,7 +27,7 @@ makes the preemptor fit with the least waste goes first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
@@ -127,13 +127,17 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     the other resources) is carried out; ties keep the node order (best scored first
     with `best_node_first`). Planning on every node of a large cluster for every pod
     that must evict cost a minute a session at 5,000 nodes."""
-    nodes: list[Node] = list(eviction_candidates(session, preemptor))
-    if policy.best_node_first:
-        nodes = best_first(session, preemptor, nodes)
     req = preemptor.resreq
-    for node in nodes:
-        if node.insufficient_future(req) is None and _evict_and_pipeline(
-                session, statement, policy, preemptor, node, []):
+    nodes: Iterable[Node]
+    if policy.best_node_first:  # scores are judged among all candidates
+        nodes = best_first(session, preemptor, list(eviction_candidates(session, preemptor)))
+        waiting: Iterable[Node] = [n for n in nodes if n.insufficient_future(req) is None]
+    else:  # in node order, lazily, the cheap test before the predicates
+        waiting = eviction_candidates(session, preemptor, (
+            n for n in session.node_list if n.insufficient_future(req) is None))
+        nodes = eviction_candidates(session, preemptor)
+    for node in waiting:
+        if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
             return True
     eligible = _eligible(session, policy, preemptor)
     plans: list[tuple[tuple[float, float, int], int, Node, list[Task]]] = []
