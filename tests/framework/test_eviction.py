@@ -341,3 +341,23 @@ def test_a_node_a_predicate_refuses_for_good_is_not_tried() -> None:
     policy = dataclasses.replace(RECLAIM, scope=Scope.OWN_QUEUE)
     assert evict_for(session, session.statement(), policy, p)
     assert p.node_name == "n2" and task(session, "v1").status == S.RUNNING
+
+
+@pytest.mark.parametrize("budget_on", [None, "a", "b"])
+def test_victims_that_break_no_disruption_budget_go_first(budget_on) -> None:
+    """kube-scheduler's rule: of two victims either of which makes room, the one whose
+    PodDisruptionBudget allows no disruption is the last choice."""
+    objects = [node("n1", cpu="4"),
+               running("a", cpu="2", labels={"app": "a"}),
+               running("b", cpu="2", labels={"app": "b"}),
+               pod("p", cpu="2")]
+    if budget_on:
+        objects.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": "keep", "namespace": "default"},
+                        "spec": {"selector": {"matchLabels": {"app": budget_on}},
+                                 "maxUnavailable": 0}})
+    session = open_session(objects)
+    chosen = names(plan(session, RECLAIM_HERE, task(session, "p"), session.nodes["n1"]))
+    assert len(chosen) == 1
+    if budget_on:
+        assert chosen != [budget_on]

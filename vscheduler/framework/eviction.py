@@ -27,14 +27,14 @@ makes the preemptor fit with the least waste goes first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Literal
 
 from vscheduler.framework.placement import best_first, eviction_candidates
-from vscheduler.guards import DurationArgument, min_runtime_of, too_young
+from vscheduler.guards import DurationArgument, min_runtime_of, split_by_budgets, too_young
 from vscheduler.model import Job, Node, Task, TaskStatus
 from vscheduler.plugin import Argument
 from vscheduler.resources import Resource
@@ -390,12 +390,23 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     # Plugins keep the candidates' order, or are put back in it.
     position = {t.key: i for i, t in enumerate(candidates)}
     victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
+    budgets = session.snapshot.budgets
+    if budgets:  # kube-scheduler's rule: victims that break no budget go first
+        violating, sparing = split_by_budgets(victims, budgets, _placed(session))
+        victims = sparing + violating
     room = _room(session, policy, preemptor, node) \
         if policy.queue_must_fit and policy.until_queue_has_room else None
     return _take_victims(session, preemptor, node, victims, policy.gang_safe,
                          lambda job: _whole_job(job, eligible,
                                                 lambda placed: offer(preemptor, placed)),
                          room)
+
+
+def _placed(session: Session) -> Iterator[Task]:
+    """Every task on a node: what a budget without a status counts its pods from."""
+    for node in session.node_list:
+        for task, _ in node.tasks.values():
+            yield task
 
 
 def _room(session: Session, policy: VictimPolicy, preemptor: Task,
