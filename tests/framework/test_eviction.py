@@ -223,18 +223,21 @@ def test_a_gang_later_ones_made_unnecessary_is_spared() -> None:
         "g2-0", "g2-1", "g3-0", "g3-1", "g3-2"]
 
 
-def test_the_plan_wasting_least_across_nodes_goes() -> None:
-    # A 4-GPU pod: an 8-GPU gang fills n1, a 4-GPU gang n2. n1 comes first in node order,
-    # but the gang on n2 frees exactly enough.
+def _two_gangs() -> list[dict]:
+    """An 8-GPU gang fills n1, a 4-GPU gang n2; p asks for 4 GPUs. n1 comes first in
+    node order, but the gang on n2 frees exactly enough."""
     gpu = {"nvidia.com/gpu": "1"}
-    objects = [node("n1", cpu="16", **{"nvidia.com/gpu": "8"}),
-               node("n2", cpu="16", **{"nvidia.com/gpu": "4"}),
-               podgroup("big", 8, phase="Running"),
-               *(running(f"big-{i}", group="big", **gpu) for i in range(8)),
-               podgroup("small", 4, phase="Running"),
-               *(running(f"small-{i}", node_name="n2", group="small", **gpu)
-                 for i in range(4)),
-               pod("p", cpu="1", **{"nvidia.com/gpu": "4"})]
+    return [node("n1", cpu="16", **{"nvidia.com/gpu": "8"}),
+            node("n2", cpu="16", **{"nvidia.com/gpu": "4"}),
+            podgroup("big", 8, phase="Running"),
+            *(running(f"big-{i}", group="big", **gpu) for i in range(8)),
+            podgroup("small", 4, phase="Running"),
+            *(running(f"small-{i}", node_name="n2", group="small", **gpu) for i in range(4)),
+            pod("p", cpu="1", **{"nvidia.com/gpu": "4"})]
+
+
+def test_the_plan_wasting_least_across_nodes_goes() -> None:
+    objects = _two_gangs()
     for policy in (RECLAIM_HERE, PREEMPT):
         session = open_session(objects)
         p = task(session, "p")
@@ -250,15 +253,7 @@ def test_plans_are_compared_on_as_many_nodes_as_node_sampling_finds() -> None:
     goes. With sampling off, every node is planned on."""
     from vscheduler.framework.placement import OFF, NodeSampling
 
-    gpu = {"nvidia.com/gpu": "1"}
-    objects = [node("n1", cpu="16", **{"nvidia.com/gpu": "8"}),
-               node("n2", cpu="16", **{"nvidia.com/gpu": "4"}),
-               podgroup("big", 8, phase="Running"),
-               *(running(f"big-{i}", group="big", **gpu) for i in range(8)),
-               podgroup("small", 4, phase="Running"),
-               *(running(f"small-{i}", node_name="n2", group="small", **gpu)
-                 for i in range(4)),
-               pod("p", cpu="1", **{"nvidia.com/gpu": "4"})]
+    objects = _two_gangs()
     for sampling, chosen in ((NodeSampling(minimum_feasible=1, percentage=50), "n1"),
                              (OFF, "n2")):
         session = open_session(objects)
