@@ -14,6 +14,15 @@ from vscheduler.framework.session import Session
 from vscheduler.simulate import Simulation
 
 SCHEDULER = "vscheduler"
+# Preemption as Volcano's default tiers allow it: priority decides the victims.
+PREEMPT_CONF = """
+actions: "allocate, backfill, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false},
+            {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates},
+            {name: proportion}, {name: nodeorder}]
+"""
 
 
 def node(name: str, cpu: str = "8", memory: str = "16Gi", pods: str = "110", *,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.builders import PREEMPT_CONF, gang, node, pod, podgroup, priority_class, queue, simulate
 from tests.builders import conf as build_conf
-from tests.builders import gang, node, pod, podgroup, priority_class, queue, simulate
 from vscheduler.conf import ConfError
 from vscheduler.guards import (
     allowed_disruptions,
@@ -32,14 +32,7 @@ tiers:
 - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
 """
 # Without enqueue: allocate admits every job, and preempt acts for admitted jobs only.
-PREEMPT = """
-actions: "allocate, backfill, preempt"
-tiers:
-- plugins: [{name: priority}, {name: gang, enablePreemptable: false},
-            {name: conformance}]
-- plugins: [{name: drf, enablePreemptable: false}, {name: predicates},
-            {name: proportion}, {name: nodeorder}]
-"""
+PREEMPT = PREEMPT_CONF
 NOW = "2025-01-01T01:00:00Z"  # the reclaimer's creation: simulate's clock
 CLASSES = [priority_class("high", 1000), priority_class("low", 10)]
 PROTECTIONS = [{"volcano.sh/preemptable": "false"}, {"elastic.gpu/preemptible": "false"}]

@@ -7,7 +7,17 @@ from typing import ClassVar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.builders import conf, load_cache, node, pod, podgroup, priority_class, queue, simulate
+from tests.builders import (
+    PREEMPT_CONF,
+    conf,
+    load_cache,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+    simulate,
+)
 from vscheduler.conf import PluginOption, SchedulerConf
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import hookimpl
@@ -16,14 +26,7 @@ from vscheduler.model import Node, Task
 # Without enqueue, allocate admits every job: with it, proportion would keep a job
 # Pending while its queue is full (Volcano's admission), and preempt acts only for
 # admitted jobs (see test_full_queue_admits_nothing_to_preempt_for).
-CONF = """
-actions: "allocate, backfill, preempt"
-tiers:
-- plugins: [{name: priority}, {name: gang, enablePreemptable: false},
-            {name: conformance}]
-- plugins: [{name: drf, enablePreemptable: false}, {name: predicates},
-            {name: proportion}, {name: nodeorder}]
-"""
+CONF = PREEMPT_CONF
 
 CLASSES = [priority_class("high", 1000), priority_class("low", 10)]
 

@@ -5,6 +5,7 @@ lower, its own job's tasks if the task ranks lower)."""
 from __future__ import annotations
 
 from tests.builders import (
+    PREEMPT_CONF,
     gang,
     node,
     open_session,
@@ -21,14 +22,7 @@ tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 """
 # Without enqueue, allocate admits every job (see tests/actions/test_preempt.py).
-PREEMPT_CONF = """
-actions: "allocate, backfill, preempt"
-tiers:
-- plugins: [{name: priority}, {name: gang, enablePreemptable: false},
-            {name: conformance}]
-- plugins: [{name: drf, enablePreemptable: false}, {name: predicates},
-            {name: proportion}, {name: nodeorder}]
-"""
+PREEMPT_CONF = PREEMPT_CONF
 # overcommit alone decides admission: cluster 10 CPUs x 1.0.
 ENQUEUE_CONF = """
 actions: "enqueue"
