@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vscheduler.matching import expression_matches
@@ -35,9 +35,17 @@ if TYPE_CHECKING:
     from vscheduler.model import Task
     from vscheduler.specs import DisruptionBudget, Pod
 
-__all__ = ["MIN_RUNTIME_ANNOTATION", "DurationArgument", "allowed_disruptions",
-           "budget_selects", "min_runtime_of", "parse_duration", "split_by_budgets",
-           "too_young"]
+__all__ = [
+    "MIN_RUNTIME_ANNOTATION",
+    "DurationArgument",
+    "allowances",
+    "allowed_disruptions",
+    "budget_selects",
+    "min_runtime_of",
+    "parse_duration",
+    "split_by_budgets",
+    "too_young",
+]
 
 # On a Queue or a PodGroup: the least a pod of it runs before it may be a victim.
 MIN_RUNTIME_ANNOTATION = "volcano.sh/min-runtime"
@@ -142,33 +150,38 @@ def allowed_disruptions(budget: DisruptionBudget, healthy: int, expected: int) -
 
 
 def split_by_budgets(victims: Sequence[Task], budgets: Sequence[DisruptionBudget],
-                     pods: Iterable[Task] = ()) -> tuple[list[Task], list[Task]]:
+                     pods: Iterable[Task] = (),
+                     allowed: Mapping[str, int] | None = None) -> tuple[list[Task], list[Task]]:
     """(victims that violate a budget, victims that violate none), each in the given
     order: kube-scheduler's rule, which prefers the second. Each budget starts from its
-    allowed disruptions (`pods`: the placed tasks of the cluster, to count its healthy
-    and expected pods when the status does not give the figure); each victim it covers
-    and has not already disrupted (status.disruptedPods) takes one, and the victim that
-    takes it below zero violates it."""
+    allowed disruptions (`allowed`, from `allowances`; else counted here from `pods`);
+    each victim it covers and has not already disrupted (status.disruptedPods) takes
+    one, and the victim that takes it below zero violates it."""
     budgets = [b for b in budgets if not b.selector_empty]
     if not budgets:
         return [], list(victims)
-    allowed = _allowed(budgets, pods)
+    left = dict(allowances(budgets, pods) if allowed is None else allowed)
     violating: list[Task] = []
     sparing: list[Task] = []
     for victim in victims:
         pod = victim.pod
         violates = False
-        for i, budget in enumerate(budgets):
+        for budget in budgets:
             if pod.name in budget.disrupted_pods or not budget_selects(budget, pod):
                 continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
+            left[budget.key] -= 1
+            if left[budget.key] < 0:
                 violates = True
         (violating if violates else sparing).append(victim)
     return violating, sparing
 
 
-def _allowed(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> list[int]:
+def allowances(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> dict[str, int]:
+    """Each budget's allowed disruptions, by its key: its status's figure, or counted as
+    the disruption controller does from `pods` (the placed tasks of the cluster, their
+    healthy and expected pods) when the status does not give it. Count once per
+    session: the pods are all of the cluster's."""
+    budgets = [b for b in budgets if not b.selector_empty]
     needs_count = [b.disruptions_allowed is None for b in budgets]
     healthy = [0] * len(budgets)
     expected = [0] * len(budgets)
@@ -179,5 +192,6 @@ def _allowed(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> list[
                     expected[i] += 1
                     if task.status & TaskStatus.RUNNING:
                         healthy[i] += 1
-    return [allowed_disruptions(b, healthy[i], expected[i]) for i, b in enumerate(budgets)]
+    return {b.key: allowed_disruptions(b, healthy[i], expected[i])
+            for i, b in enumerate(budgets)}
 

@@ -27,14 +27,20 @@ makes the preemptor fit with the least waste goes first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Literal
 
 from vscheduler.framework.placement import best_first, eviction_candidates
-from vscheduler.guards import DurationArgument, min_runtime_of, split_by_budgets, too_young
+from vscheduler.guards import (
+    DurationArgument,
+    allowances,
+    min_runtime_of,
+    split_by_budgets,
+    too_young,
+)
 from vscheduler.model import Job, Node, Task, TaskStatus
 from vscheduler.plugin import Argument
 from vscheduler.resources import Resource
@@ -392,7 +398,8 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
     budgets = session.snapshot.budgets
     if budgets:  # kube-scheduler's rule: victims that break no budget go first
-        violating, sparing = split_by_budgets(victims, budgets, _placed(session))
+        violating, sparing = split_by_budgets(victims, budgets,
+                                              allowed=budget_allowances(session))
         victims = sparing + violating
     room = _room(session, policy, preemptor, node) \
         if policy.queue_must_fit and policy.until_queue_has_room else None
@@ -402,11 +409,14 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
                          room)
 
 
-def _placed(session: Session) -> Iterator[Task]:
-    """Every task on a node: what a budget without a status counts its pods from."""
-    for node in session.node_list:
-        for task, _ in node.tasks.values():
-            yield task
+def budget_allowances(session: Session) -> dict[str, int]:
+    """Each PodDisruptionBudget's allowed disruptions as the session started (a budget
+    without a status counts the cluster's pods), counted once a session: as in
+    kube-scheduler, a cycle judges victims against the budgets it started with."""
+    if session.budget_allowances is None:
+        placed = (task for node in session.node_list for task, _ in node.tasks.values())
+        session.budget_allowances = allowances(session.snapshot.budgets, placed)
+    return session.budget_allowances
 
 
 def _room(session: Session, policy: VictimPolicy, preemptor: Task,

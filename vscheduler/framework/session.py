@@ -57,6 +57,9 @@ class Session:
         self.queues: dict[str, Queue] = snapshot.queues
         self.priority_classes = snapshot.priority_classes
         self.snapshot = snapshot
+        # Each PodDisruptionBudget's allowed disruptions as the session starts, counted
+        # once when an eviction first asks (eviction.budget_allowances).
+        self.budget_allowances: dict[str, int] | None = None
         self.node_specs = snapshot.node_specs
         self.total_resource = Resource()
         for node in self.node_list:
