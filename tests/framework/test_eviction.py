@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import load_cache, node, pod, podgroup, queue
+from tests.builders import gang, load_cache, node, pod, podgroup, queue
 from vscheduler.conf import PluginOption, SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.eviction import (
@@ -356,3 +356,20 @@ def test_victims_that_break_no_disruption_budget_go_first(budget_on) -> None:
     assert len(chosen) == 1
     if budget_on:
         assert chosen != [budget_on]
+
+
+@pytest.mark.parametrize("first", ["j", "k"])
+def test_the_reprieve_never_spares_part_of_a_gang_evicted_whole(first) -> None:
+    """Gang j (4 pods, minMember 3) can lose one pod alone, then goes whole when more is
+    needed: the pod taken alone must go with the rest, or j is left with 1 of 3."""
+    objects = [node("n1", cpu="8", memory="64Gi")]
+    for i, name in enumerate((first, "k" if first == "j" else "j")):
+        objects += gang(name, 4, 3 if name == "j" else 4, node_name="n1",
+                        creation=f"2024-01-01T00:00:0{i + 1}Z")
+    objects.append(pod("p", cpu="3", creation="2024-01-01T00:00:09Z"))
+    session = open_session(objects)
+    chosen = names(plan(session, RECLAIM_HERE, task(session, "p"), session.nodes["n1"]))
+    assert chosen is not None
+    for gang_name, minimum in (("j", 3), ("k", 4)):
+        left = 4 - sum(1 for n in chosen if n.startswith(f"{gang_name}-"))
+        assert left == 4 or left == 0 or left >= minimum, (gang_name, chosen)

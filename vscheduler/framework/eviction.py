@@ -341,8 +341,15 @@ def _take_victims(
                 pick = max(options, key=lambda uid: _waste_of(options[uid][1],
                                                               session.total_resource))
             tasks, here, _ = options.pop(pick)
-            units.append((tasks, here))
             available.add(here)
+            # The job's pods taken one by one before go with it, in one unit: the
+            # reprieve must not spare a part of a gang evicted whole.
+            unit_tasks, unit_here = list(tasks), here.clone()
+            for earlier in [u for u in units if u[0][0].job_id == pick]:
+                units.remove(earlier)
+                unit_tasks[:0] = earlier[0]
+                unit_here.add(earlier[1])
+            units.append((unit_tasks, unit_here))
         if not enough(available):
             return None
 
