@@ -164,16 +164,24 @@ def split_by_budgets(victims: Sequence[Task], budgets: Sequence[DisruptionBudget
     violating: list[Task] = []
     sparing: list[Task] = []
     for victim in victims:
-        pod = victim.pod
-        violates = False
-        for budget in budgets:
-            if pod.name in budget.disrupted_pods or not budget_selects(budget, pod):
-                continue
-            left[budget.key] -= 1
-            if left[budget.key] < 0:
-                violates = True
+        violates = charge(left, budgets, victim)
         (violating if violates else sparing).append(victim)
     return violating, sparing
+
+
+def charge(allowed: dict[str, int], budgets: Sequence[DisruptionBudget],
+           victim: Task) -> bool:
+    """Take `victim`'s disruption off every budget that covers it (and has not counted
+    it disrupted already); whether that takes one below zero, a violation."""
+    pod = victim.pod
+    violates = False
+    for budget in budgets:
+        if (budget.selector_empty or pod.name in budget.disrupted_pods
+                or not budget_selects(budget, pod)):
+            continue
+        allowed[budget.key] -= 1
+        violates = violates or allowed[budget.key] < 0
+    return violates
 
 
 def allowances(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> dict[str, int]:

@@ -373,3 +373,26 @@ def test_the_reprieve_never_spares_part_of_a_gang_evicted_whole(first) -> None:
     for gang_name, minimum in (("j", 3), ("k", 4)):
         left = 4 - sum(1 for n in chosen if n.startswith(f"{gang_name}-"))
         assert left == 4 or left == 0 or left >= minimum, (gang_name, chosen)
+
+
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_a_budget_counts_the_evictions_the_session_already_made(order) -> None:
+    """A budget allowing one disruption of app=a: two pods that each evict one victim
+    take at most one a pod between them, whichever pods come first."""
+    objects = [node("n1", cpu="4")]
+    for i, label in enumerate(order):
+        objects += [running(f"{label}{j}", cpu="1", labels={"app": label},
+                            creation=f"2024-01-01T00:00:0{2 * i + j}Z") for j in range(2)]
+    objects += [pod("p1", cpu="1"), pod("p2", cpu="1"),
+                {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                 "metadata": {"name": "keep", "namespace": "default"},
+                 "spec": {"selector": {"matchLabels": {"app": "a"}}},
+                 "status": {"disruptionsAllowed": 1}}]
+    session = open_session(objects)
+    statement = session.statement()
+    for name in ("p1", "p2"):
+        assert evict_for(session, statement, RECLAIM_HERE, task(session, name))
+    gone = [t.name for job in session.jobs.values() for t in job.tasks.values()
+            if t.status == S.RELEASING]
+    assert len(gone) == 2
+    assert sum(1 for name in gone if name.startswith("a")) <= 1

@@ -37,6 +37,7 @@ from vscheduler.framework.placement import best_first, eviction_candidates
 from vscheduler.guards import (
     DurationArgument,
     allowances,
+    charge,
     min_runtime_of,
     split_by_budgets,
     too_young,
@@ -417,9 +418,10 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
 
 
 def budget_allowances(session: Session) -> dict[str, int]:
-    """Each PodDisruptionBudget's allowed disruptions as the session started (a budget
-    without a status counts the cluster's pods), counted once a session: as in
-    kube-scheduler, a cycle judges victims against the budgets it started with."""
+    """Each PodDisruptionBudget's allowed disruptions: counted once a session (a budget
+    without a status counts the cluster's pods), then charged for every victim the
+    session evicts (`_evict_and_pipeline`), so later plans see what is left. (A job's
+    evictions its statement discards stay charged: budgets then err on the safe side.)"""
     if session.budget_allowances is None:
         placed = (task for node in session.node_list for task, _ in node.tasks.values())
         session.budget_allowances = allowances(session.snapshot.budgets, placed)
@@ -462,4 +464,9 @@ def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPo
         step.discard()
         return False
     statement.merge(step)
+    budgets = session.snapshot.budgets
+    if victims and budgets:  # what later plans may still take from each budget
+        allowed = budget_allowances(session)
+        for victim in victims:
+            charge(allowed, budgets, victim)
     return True
