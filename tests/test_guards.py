@@ -108,6 +108,16 @@ def test_a_pod_younger_than_the_minimum_runtime_is_never_a_victim():
     assert len(simulate(young, RECLAIM)["evictions"]) == 1  # 0, the default, guards nothing
 
 
+def test_a_pod_with_no_start_time_counts_its_age_from_its_creation():
+    """No status.startTime (a manifest, a pod bound but not started): it cannot have run
+    longer than since its creation, and with no creation time either it is guarded."""
+    ten_minutes = _with_args(RECLAIM, "reclaim", "{minRuntime: 10m}")
+    young = _reclaim_scene({"creation": "2025-01-01T00:55:00Z"})
+    old = _reclaim_scene({"creation": "2025-01-01T00:45:00Z"})
+    assert simulate(young, ten_minutes)["evictions"] == []
+    assert len(simulate(old, ten_minutes)["evictions"]) == 1
+
+
 def test_only_the_old_enough_pods_are_victims():
     objects = _reclaim_scene({})
     for i, started in enumerate(("00:59:00", "00:40:00", "00:58:00", "00:57:00")):
@@ -167,12 +177,13 @@ def test_a_composed_duration_is_the_sum_of_its_parts(hours: int, minutes: int, s
     assert parse_duration(text) == hours * 3600 + minutes * 60 + seconds
 
 
-def test_the_most_specific_minimum_runtime_wins_and_no_start_time_is_no_guard():
+def test_the_most_specific_minimum_runtime_wins_and_an_unknown_start_is_guarded():
     assert min_runtime_of(60, None, None) == 60
     assert min_runtime_of(60, 600, None) == 600
     assert min_runtime_of(60, 600, 0) == 0
     assert too_young(1000.0, 1059.0, 60) and not too_young(1000.0, 1060.0, 60)
-    assert not too_young(None, 0.0, 60) and not too_young(1000.0, 1001.0, 0)
+    assert too_young(None, 0.0, 60) and not too_young(1000.0, 1001.0, 0)
+    assert not too_young(None, 0.0, 0)
 
 
 # --------------------------------------------------------------------------- budgets

@@ -103,9 +103,9 @@ def min_runtime_of(argument: float, queue: float | None, podgroup: float | None)
 
 
 def too_young(start_time: float | None, now: float, min_runtime: float) -> bool:
-    """Whether a pod started at `start_time` has run less than `min_runtime` at `now`
-    (a pod with no start time has no age to guard)."""
-    return min_runtime > 0 and start_time is not None and now - start_time < min_runtime
+    """Whether a pod started at `start_time` has run less than `min_runtime` at `now`.
+    A pod with no known start has not run long enough: it is guarded."""
+    return min_runtime > 0 and (start_time is None or now - start_time < min_runtime)
 
 
 # --------------------------------------------------------------------------- budgets

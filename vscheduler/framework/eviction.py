@@ -191,8 +191,10 @@ def _eligible(session: Session, policy: VictimPolicy,
         if job is None or job.spec.protected:
             return False
         queue = queues.get(job.queue)
-        start = victim.pod.start_time
-        if start is not None and too_young(start, now, min_runtime_of(
+        pod = victim.pod
+        # (no status.startTime: it cannot have run longer than since its creation)
+        start = pod.start_time if pod.start_time is not None else (pod.creation or None)
+        if too_young(start, now, min_runtime_of(
                 argument, queue.min_runtime if queue else None, job.spec.min_runtime)):
             return False
         if scope is Scope.OWN_JOB:
