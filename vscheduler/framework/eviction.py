@@ -143,7 +143,10 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
         waiting = eviction_candidates(session, preemptor, (
             n for n in session.node_list if n.insufficient_future(req) is None))
         nodes = eviction_candidates(session, preemptor)
-    for node in waiting:
+    # With no eviction the queue's room is the same on every node: asked once.
+    queue_full = policy.queue_must_fit and session.allocatable(
+        session.queues[session.jobs[preemptor.job_id].queue], preemptor) is not None
+    for node in () if queue_full else waiting:
         if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
             return True
     eligible = _eligible(session, policy, preemptor)
