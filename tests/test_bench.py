@@ -90,9 +90,9 @@ def test_tidal_scene_reports_evictions_against_the_fewest_that_free_enough(capsy
     assert "reclaim" in first["phases_ms"]
     # 10 pods need 10 cards: two whole gangs (16 pods) free enough
     assert figures["minimum_evictions"] == 16
-    # every eviction is a whole gang's, at least as many as the fewest, and the
-    # inference pods are bound once the evicted pods are gone
-    assert first["evictions"] % 8 == 0 and first["evictions"] >= 16
+    # exactly the fewest (whole gangs, released GPUs reused), and the inference pods
+    # are bound once the evicted pods are gone
+    assert first["evictions"] == 16
     assert figures["evictions"] == first["evictions"] + second["evictions"]
     assert figures["evictions_ratio"] == round(figures["evictions"] / 16, 3)
     assert second["binds"] == 10
