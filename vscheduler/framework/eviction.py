@@ -150,10 +150,14 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
         if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
             return True
     eligible = _eligible(session, policy, preemptor)
+    # Whether each victim job may go whole: the same on every node until a plan is
+    # carried out, so asked once per job here (plugins approving whole gangs dominated
+    # the cost of planning node after node).
+    whole_jobs: dict[str, list[Task] | None] = {}
     plans: list[tuple[tuple[float, float, int], int, Node, list[Task]]] = []
     enough = session.node_sampling.nodes_to_find(len(session.node_list))
     for index, node in enumerate(nodes):
-        victims = _plan_on_node(session, policy, preemptor, node, eligible)
+        victims = _plan_on_node(session, policy, preemptor, node, eligible, whole_jobs)
         if victims:
             plans.append((_waste(victims, session.total_resource), index, node, victims))
             if len(plans) >= enough:
@@ -168,7 +172,7 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
     """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
     changed), or None if no choice of victims there makes it fit."""
     return _plan_on_node(session, policy, preemptor, node,
-                         _eligible(session, policy, preemptor))
+                         _eligible(session, policy, preemptor), {})
 
 
 def _eligible(session: Session, policy: VictimPolicy,
@@ -393,9 +397,11 @@ def _whole_job(job: Job, eligible: Callable[[Task], bool],
 
 
 def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
-                  eligible: Callable[[Task], bool]) -> list[Task] | None:
+                  eligible: Callable[[Task], bool],
+                  whole_jobs: dict[str, list[Task] | None]) -> list[Task] | None:
     """What to evict on `node` for `preemptor`, or None: the node's `eligible` tasks, in
-    eviction order, as plugins offer them, taken by `_take_victims`."""
+    eviction order, as plugins offer them, taken by `_take_victims`. `whole_jobs` keeps
+    which victim jobs may go whole, by uid, for as long as nothing was evicted."""
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates:
         return None
@@ -416,9 +422,14 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
         victims = sparing + violating
     room = _room(session, policy, preemptor, node) \
         if policy.queue_must_fit and policy.until_queue_has_room else None
-    return _take_victims(session, preemptor, node, victims, policy.gang_safe,
-                         lambda job: _whole_job(job, eligible,
-                                                lambda placed: offer(preemptor, placed)),
+
+    def whole_job(job: Job) -> list[Task] | None:
+        if job.uid not in whole_jobs:
+            whole_jobs[job.uid] = _whole_job(job, eligible,
+                                             lambda placed: offer(preemptor, placed))
+        return whole_jobs[job.uid]
+
+    return _take_victims(session, preemptor, node, victims, policy.gang_safe, whole_job,
                          room)
 
 
