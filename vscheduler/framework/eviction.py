@@ -10,11 +10,12 @@ decides *who is*.
 
 Exact: no eviction the preemptor does not need. A pending task first waits on what
 earlier evictions of the session already release (a node whose future idle fits it);
-only if none does are victims planned, on every candidate node, and the plan that
-wastes least (GPUs first, then the other resources) is carried out. On a node, victims
-go in eviction order until the preemptor fits (and, for preempt, until its queue has
-room and every predicate passes, as Volcano's preempt); then a reprieve pass spares any
-victim the later ones made unnecessary.
+only if none does are victims planned, on the candidate nodes (as many as node
+sampling finds; every one with sampling off), and the plan that wastes least (GPUs
+first, then the other resources) is carried out. On a node, victims go in eviction
+order until the preemptor fits (and, for preempt, until its queue has room and every
+predicate passes, as Volcano's preempt); then a reprieve pass spares any victim the
+later ones made unnecessary.
 
 Gang safety (on by default; the actions' `gangSafeEviction: false` turns it off):
 evicting a pod of a gang that would leave the gang with fewer running tasks than its
@@ -208,7 +209,7 @@ def _eligible(session: Session, policy: VictimPolicy,
             return True
         if scope is Scope.OWN_QUEUE:
             return job.queue == own_queue and victim.job_id != own_job
-        return job.queue != own_queue and queues[job.queue].reclaimable
+        return job.queue != own_queue and queue is not None and queue.reclaimable
 
     return eligible
 
