@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from vscheduler.quantity import QuantityError, format_bytes, format_milli, milli_value, value
 
-__all__ = ["CPU", "MEMORY", "MIN_RESOURCE", "PODS", "Resource"]
+__all__ = ["CPU", "MEMORY", "MIN_RESOURCE", "PODS", "Resource", "is_gpu"]
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -28,6 +28,13 @@ INF = float("inf")
 
 # Names that Kubernetes accepts in a resource list but that are not requests of a node.
 _IGNORED_PREFIXES = ("count/", "requests.", "limits.")
+
+
+def is_gpu(name: str) -> bool:
+    """Whether resource `name` counts GPUs: any name that says gpu (`nvidia.com/gpu`,
+    `amd.com/gpu`, `volcano.sh/vgpu-number`). Eviction weighs GPUs before the rest, and
+    the seed's `elastic_gpu_*` metrics count pods that hold them."""
+    return "gpu" in name.lower()
 
 
 class Resource:

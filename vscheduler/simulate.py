@@ -136,6 +136,19 @@ def _queue_status(allocated: Resource, cards: dict[str, float] | None) -> dict[s
     return status
 
 
+def _eviction_entry(eviction: Eviction) -> dict[str, Any]:
+    """One eviction in the report: the contract's keys, then the victim's queue, whether
+    it was an elastic replica, the strategy and any grace period the action set."""
+    entry: dict[str, Any] = {"pod": eviction.task, "node": eviction.node,
+                             "action": eviction.action, "for": eviction.preemptor,
+                             "queue": eviction.queue, "elastic": eviction.elastic}
+    if eviction.strategy:
+        entry["strategy"] = eviction.strategy
+    if eviction.grace_seconds is not None:
+        entry["gracePeriodSeconds"] = eviction.grace_seconds
+    return entry
+
+
 class Report:
     """Everything the run decided, in the JSON shape ARCHITECTURE.md fixes."""
 
@@ -155,8 +168,7 @@ class Report:
         return {
             "sessions": self.sessions,
             "binds": dict(self.binds),
-            "evictions": [{"pod": e.task, "node": e.node, "action": e.action,
-                           "for": e.preemptor} for e in self.evictions],
+            "evictions": [_eviction_entry(e) for e in self.evictions],
             "pipelined": dict(sorted(last.pipelined.items())),
             "pending": dict(sorted(last.pending.items())),
             "pendingJobs": {

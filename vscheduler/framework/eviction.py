@@ -45,7 +45,7 @@ from vscheduler.guards import (
 )
 from vscheduler.model import Job, Node, Task, TaskStatus
 from vscheduler.plugin import Argument
-from vscheduler.resources import Resource
+from vscheduler.resources import Resource, is_gpu
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
@@ -253,17 +253,11 @@ def _weight(amount: Resource, total: Resource) -> float:
     return weight
 
 
-def _is_gpu(name: str) -> bool:
-    """GPUs are what eviction is mostly about (seeds 000 and 002): any resource whose
-    name says gpu (`nvidia.com/gpu`, `amd.com/gpu`, `volcano.sh/vgpu-number`)."""
-    return "gpu" in name.lower()
-
-
 def _waste_of(amount: Resource, total: Resource) -> tuple[float, float]:
     """What freeing `amount` costs, to compare plans for the same preemptor (whose need
     is the same whatever is chosen, so what is freed is the waste plus a constant): the
     GPUs first, then the share of the cluster of every resource."""
-    gpus = sum(amount.get(name) for name in amount.names() if _is_gpu(name))
+    gpus = sum(amount.get(name) for name in amount.names() if is_gpu(name))
     return gpus, _weight(amount, total)
 
 

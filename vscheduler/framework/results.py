@@ -6,10 +6,12 @@ Kubernetes API for the daemon) read only these, so they need nothing of the sess
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from vscheduler.model import Condition
 from vscheduler.resources import Resource
 
-__all__ = ["Event", "Eviction", "SessionResult"]
+__all__ = ["Event", "Eviction", "EvictionTerms", "SessionResult"]
 
 
 class Event:
@@ -30,16 +32,36 @@ class Event:
         return f"Event({self.object} {self.type} {self.reason}: {self.message})"
 
 
+class EvictionTerms(NamedTuple):
+    """How a victim goes, beyond who evicts it: the `strategy` that chose it, whether it
+    is an `elastic` replica (above its job's minMember), and the `grace_seconds` to
+    delete it with (None: the pod's own)."""
+
+    strategy: str = ""
+    elastic: bool = False
+    grace_seconds: int | None = None
+
+
 class Eviction:
-    """A committed eviction: pod `task` leaves `node`, by `action`, for `preemptor`."""
+    """A committed eviction: pod `task` of `queue` leaves `node`, by `action`, for
+    `preemptor`. `strategy` chose it (empty when no strategy did); `elastic`: it was a
+    replica above its job's minMember, so the job runs on; `grace_seconds`: the grace
+    period to delete it with (None: the pod's own)."""
 
-    __slots__ = ("action", "node", "preemptor", "task")
+    __slots__ = ("action", "elastic", "grace_seconds", "node", "preemptor", "queue",
+                 "strategy", "task")
 
-    def __init__(self, task: str, node: str, action: str, preemptor: str) -> None:
+    def __init__(self, task: str, node: str, action: str, preemptor: str, *,
+                 queue: str = "", strategy: str = "", elastic: bool = False,
+                 grace_seconds: int | None = None) -> None:
         self.task = task
         self.node = node
         self.action = action
         self.preemptor = preemptor
+        self.queue = queue
+        self.strategy = strategy
+        self.elastic = elastic
+        self.grace_seconds = grace_seconds
 
 
 class SessionResult:

@@ -22,7 +22,7 @@ from vscheduler.fit import Unfit
 from vscheduler.framework.close import close_session
 from vscheduler.framework.combine import Tiers, combine
 from vscheduler.framework.placement import NodeSampling
-from vscheduler.framework.results import Event, Eviction, SessionResult
+from vscheduler.framework.results import Event, Eviction, EvictionTerms, SessionResult
 from vscheduler.framework.statement import Statement
 from vscheduler.hookspecs import RULES, Reject
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
@@ -230,10 +230,19 @@ class Session:
         self.nodes[task.node_name].update_task(task)
         self.result.binds[task.key] = task.node_name
 
-    def record_eviction(self, task: Task, action: str, preemptor: Task | None) -> None:
+    def record_eviction(self, task: Task, action: str, preemptor: Task | None,
+                        terms: EvictionTerms | None = None) -> None:
         by = preemptor.key if preemptor else ""
-        self.result.evictions.append(Eviction(task.key, task.node_name, action, by))
+        terms = terms or EvictionTerms()
+        job = self.jobs.get(task.job_id)
+        self.result.evictions.append(Eviction(
+            task.key, task.node_name, action, by, queue=job.queue if job else "",
+            strategy=terms.strategy, elastic=terms.elastic,
+            grace_seconds=terms.grace_seconds))
         message = f"Pod is evicted, because of {action}" + (f" for {by}" if by else "")
+        if terms.elastic and job is not None:
+            message += (f" (an elastic replica: its job keeps at least its minMember "
+                        f"{job.min_available})")
         self.event(f"Pod/{task.key}", "Warning", "Evict", message)
 
     def timed_out(self, job: Job, message: str) -> None:

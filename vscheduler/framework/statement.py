@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vscheduler.framework.results import EvictionTerms
 from vscheduler.model import Node, Status, Task, TaskStatus, status_label
 
 if TYPE_CHECKING:
@@ -23,16 +24,18 @@ _EVICT, _PIPELINE, _ALLOCATE = "evict", "pipeline", "allocate"
 
 
 class Operation:
-    __slots__ = ("kind", "node", "preemptor", "previous", "reason", "task")
+    __slots__ = ("kind", "node", "preemptor", "previous", "reason", "task", "terms")
 
     def __init__(self, kind: str, task: Task, node: Node, reason: str = "",
-                 preemptor: Task | None = None, previous: Status = S.RUNNING) -> None:
+                 preemptor: Task | None = None, previous: Status = S.RUNNING,
+                 terms: EvictionTerms | None = None) -> None:
         self.kind = kind
         self.task = task
         self.node = node
         self.reason = reason
         self.preemptor = preemptor
         self.previous = previous  # an evicted task's status before
+        self.terms = terms
 
 
 class Statement:
@@ -53,16 +56,18 @@ class Statement:
         task.eviction_occurred = eviction_occurred
         return self._place(task, node, S.PIPELINED, _PIPELINE)
 
-    def evict(self, task: Task, reason: str, preemptor: Task | None = None) -> None:
+    def evict(self, task: Task, reason: str, preemptor: Task | None = None,
+              terms: EvictionTerms | None = None) -> None:
         """Mark `task` for eviction (`reason` is the action, e.g. "reclaim") in favour of
-        `preemptor`."""
+        `preemptor`, on `terms` (the strategy, grace period, whether it is elastic)."""
         session = self.session
         node = session.nodes[task.node_name]
         previous = task.status
         session.jobs[task.job_id].update_task_status(task, S.RELEASING)
         node.update_task(task)
         session.deallocate_event(task)
-        self.operations.append(Operation(_EVICT, task, node, reason, preemptor, previous))
+        self.operations.append(Operation(_EVICT, task, node, reason, preemptor, previous,
+                                         terms))
 
     def _place(self, task: Task, node: Node, status: Status, kind: str) -> str | None:
         if task.status != S.PENDING:
@@ -111,7 +116,7 @@ class Statement:
         for op in self.operations:
             op.task.last_transaction = None
             if op.kind == _EVICT:
-                session.record_eviction(op.task, op.reason, op.preemptor)
+                session.record_eviction(op.task, op.reason, op.preemptor, op.terms)
             elif op.kind == _ALLOCATE:
                 session.dispatch(op.task)
             # a pipelined task stays pipelined: nothing to send until resources are free

@@ -181,18 +181,25 @@ class KubeWriter:
                         f"Successfully assigned {key} to {node}"))
 
     def evict(self, task: Task, eviction: Eviction) -> None:
+        terms = {"strategy": eviction.strategy or None, "elastic": eviction.elastic or None,
+                 "gracePeriodSeconds": eviction.grace_seconds}
         what = fields(pod=task.key, node=task.node_name, action=eviction.action,
-                      preemptor=eviction.preemptor)
+                      preemptor=eviction.preemptor,
+                      **{k: v for k, v in terms.items() if v is not None})
         if self.dry_run:
             log.info("Dry run: would evict", extra=what)
             return
         log.log(V2, "Evicting", extra=what)
-        self.pool.submit(self._evict, task.namespace, task.name, task.key)
+        self.pool.submit(self._evict, task.namespace, task.name, task.key,
+                         eviction.grace_seconds)
 
-    def _evict(self, namespace: str, name: str, key: str) -> None:
+    def _evict(self, namespace: str, name: str, key: str, grace: int | None) -> None:
         try:
-            # The pod's own grace period applies: it may checkpoint before it stops.
-            self._call("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", {})
+            # The pod's own grace period applies unless the action sets one: it may
+            # checkpoint before it stops.
+            body = {} if grace is None else {"apiVersion": "v1", "kind": "DeleteOptions",
+                                             "gracePeriodSeconds": grace}
+            self._call("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
         except ApiException as err:
             if err.status != 404:  # gone already: what the eviction wanted
                 log.warning("Eviction failed", extra=fields(kind="Pod", object=key,
