@@ -1,22 +1,28 @@
 """The daemon's metrics: units stated and consistent, the documented table equal to what
-the code registers, per-PodGroup series for PodGroups only, queue and card figures,
-measured on real sessions (Simulation runs the daemon's Scheduler on an in-memory cache).
+the code registers, per-PodGroup series for PodGroups only, queue and card figures, the
+seed's elastic_gpu_* figures, measured on real sessions (Simulation runs the daemon's
+Scheduler on an in-memory cache) and scraped from a daemon on the API server stand-in.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import conf, gang, node, pod, podgroup, queue
-from vscheduler.framework.results import SessionResult
-from vscheduler.kube.metrics import Metrics, markdown_table
+from vscheduler.framework.results import Eviction, SessionResult
+from vscheduler.kube.metrics import Metrics, markdown_table, serve
 from vscheduler.simulate import Simulation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +33,13 @@ tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: predicates}, {name: capacity-card}, {name: nodeorder}]
 """
+RECLAIM_CONF = """
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang, enableReclaimable: false}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+H200 = {"nvidia.com/gpu.product": "NVIDIA-H200", "nvidia.com/gpu.memory": "143771"}
 
 
 def registered_names(metrics: Metrics) -> set[str]:
@@ -269,3 +282,251 @@ def test_the_daemon_counts_refused_binds_and_says_it_leads(tmp_path: Path) -> No
             daemon.stop.set()
             http.shutdown()
             api.close()
+
+
+# --------------------------------------------------------------------------- GPUs (seed 000)
+
+
+def stamp(seconds_ago: float) -> str:
+    return datetime.fromtimestamp(time.time() - seconds_ago, UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def gpu_series(metrics: Metrics, name: str) -> dict[tuple[str, str], float]:
+    """A (queue, card) gauge as {(queue, card): value}."""
+    return {(dict(k)["queue"], dict(k)["card"]): v for k, v in series(metrics, name).items()}
+
+
+def test_gpu_binds_count_by_queue_and_wait_from_the_later_creation() -> None:
+    objects = [
+        node("g1", cpu="32", memory="128Gi", **{GPU: "8"}),
+        queue("train"), queue("infer"),
+        # a pod created an hour ago whose PodGroup came ten minutes ago
+        podgroup("late", 1, queue="train", creation=stamp(600)),
+        pod("late-0", cpu="1", group="late", queue="train", creation=stamp(3600),
+            **{GPU: "2"}),
+        # a bare pod: its own creation counts
+        pod("quick", cpu="1", queue="infer", creation=stamp(20), **{GPU: "1"}),
+        # no GPU: neither allocation nor wait
+        pod("cpu-only", cpu="1", queue="infer", creation=stamp(20)),
+    ]
+    metrics, result, _ = run(objects)
+    assert len(result.binds) == 3
+    assert value(metrics, "elastic_gpu_allocations_total", queue="train") == 1
+    assert value(metrics, "elastic_gpu_allocations_total", queue="infer") == 1
+    assert value(metrics, "elastic_gpu_allocations_total", queue="default") is None
+    wait = "elastic_gpu_wait_seconds"
+    assert value(metrics, f"{wait}_count", queue="train") == 1
+    late = value(metrics, f"{wait}_sum", queue="train")
+    assert late is not None and 600 <= late < 700  # the PodGroup's creation, not the pod's
+    assert value(metrics, f"{wait}_bucket", queue="train", le="300.0") == 0
+    assert value(metrics, f"{wait}_bucket", queue="train", le="1200.0") == 1
+    assert value(metrics, f"{wait}_count", queue="infer") == 1
+    quick = value(metrics, f"{wait}_sum", queue="infer")
+    assert quick is not None and 20 <= quick < 60
+
+
+def test_gpus_used_and_quota_by_resource_name() -> None:
+    objects = [
+        node("g1", cpu="32", memory="128Gi", **{GPU: "8", "amd.com/gpu": "2"}),
+        queue("train", capability={"cpu": "16", GPU: "4"}),
+        queue("idle", capability={GPU: "2", "amd.com/gpu": "0"}),
+        queue("free"),  # no capability: unbounded
+        pod("a", cpu="1", queue="train", **{GPU: "3"}),
+        pod("b", cpu="1", queue="free", **{GPU: "1", "amd.com/gpu": "2"}),
+        pod("c", cpu="1", queue="train"),
+    ]
+    metrics, result, _ = run(objects)
+    assert len(result.binds) == 3
+    assert gpu_series(metrics, "elastic_gpu_used") == {
+        ("train", GPU): 3, ("idle", GPU): 0, ("idle", "amd.com/gpu"): 0,
+        ("free", GPU): 1, ("free", "amd.com/gpu"): 2}
+    # cpu is no GPU; a capability of 0 is a limit of 0; no capability, no series
+    assert gpu_series(metrics, "elastic_gpu_quota") == {
+        ("train", GPU): 4, ("idle", GPU): 2, ("idle", "amd.com/gpu"): 0}
+
+
+def test_gpus_used_and_quota_by_card_where_the_capacity_card_plugin_runs() -> None:
+    quota = {"volcano.sh/card.quota": '{"NVIDIA-H200": 4, "NVIDIA-A100": 2}'}
+    objects = [
+        node("h1", cpu="32", memory="256Gi", labels=H200, **{GPU: "8"}),
+        # the capability of nvidia.com/gpu is not the plugin's limit: the quota is
+        queue("infer", annotations=quota, capability={GPU: "8"}),
+        queue("broken", annotations={"volcano.sh/card.quota": "not json"}),
+        pod("p", cpu="1", queue="infer", **{GPU: "3"},
+            annotations={"volcano.sh/card.name": "NVIDIA-H200"}),
+    ]
+    metrics, result, _ = run(objects, CARD_CONF)
+    assert result.binds == {"default/p": "h1"}
+    assert gpu_series(metrics, "elastic_gpu_used") == {
+        ("infer", "NVIDIA-H200"): 3, ("infer", "NVIDIA-A100"): 0}
+    assert gpu_series(metrics, "elastic_gpu_quota") == {
+        ("infer", "NVIDIA-H200"): 4, ("infer", "NVIDIA-A100"): 2}
+    # Without the plugin the annotation limits nothing: the capability is the quota.
+    metrics, result, _ = run(objects)
+    assert result.binds == {"default/p": "h1"}
+    assert gpu_series(metrics, "elastic_gpu_used") == {("infer", GPU): 3}
+    assert gpu_series(metrics, "elastic_gpu_quota") == {("infer", GPU): 8}
+
+
+def test_gpu_series_of_a_deleted_queue_go_away() -> None:
+    objects = [node("g1", **{GPU: "4"}), queue("gone", capability={GPU: "2"}),
+               queue("kept", capability={GPU: "2"})]
+    metrics, _, simulation = run(objects)
+    assert set(gpu_series(metrics, "elastic_gpu_quota")) == {("gone", GPU), ("kept", GPU)}
+    simulation.cache.delete_queue("gone")
+    result = simulation.scheduler.run_once()
+    assert result is not None
+    metrics.cycle(simulation.scheduler.timings, result, simulation.cache)
+    assert gpu_series(metrics, "elastic_gpu_quota") == {("kept", GPU): 2}
+    assert gpu_series(metrics, "elastic_gpu_used") == {("kept", GPU): 0}
+
+
+def reclaim_scene(cpu_victims: bool = False) -> list[dict]:
+    """Queue a holds every GPU of the node; queue b's pod asks one back."""
+    extra = {} if cpu_victims else {GPU: "1"}
+    return [node("n1", cpu="4", memory="16Gi", **{GPU: "4"}), queue("a"),
+            queue("b", capability={GPU: "2"}),
+            *(pod(f"a-{i}", cpu="1", queue="a", node_name="n1", **extra)
+              for i in range(4)),
+            pod("b-0", cpu="1", queue="b", **{GPU: "1"})]
+
+
+def test_gpu_preemptions_count_victims_holding_gpus_by_their_queue() -> None:
+    metrics, result, _ = run(reclaim_scene(), RECLAIM_CONF)
+    [eviction] = result.evictions
+    assert eviction.task.startswith("default/a-") and eviction.action == "reclaim"
+    counted = {dict(k)["queue"]: (dict(k)["strategy"], dict(k)["action"], v)
+               for k, v in series(metrics, "elastic_gpu_preemptions_total").items()}
+    assert counted == {"a": (eviction.strategy or "none", "reclaim", 1)}
+    assert gpu_series(metrics, "elastic_gpu_used") == {("a", GPU): 3, ("b", GPU): 0}
+    # The same reclaim of pods that hold no GPU is no GPU preemption.
+    metrics, result, _ = run(reclaim_scene(cpu_victims=True), RECLAIM_CONF)
+    assert len(result.evictions) == 1
+    assert series(metrics, "elastic_gpu_preemptions_total") == {}
+    assert value(metrics, "volcano_eviction_total", action="reclaim") == 1
+
+
+def test_an_eviction_without_a_strategy_or_queue_is_labelled_from_the_cache() -> None:
+    """Evictions name their strategy once eviction strategies choose victims; until then,
+    and for an eviction that names no queue, the label values are "none" and the
+    victim's queue as the cache knows it."""
+    _, _, simulation = run(reclaim_scene(), RECLAIM_CONF)
+    metrics = Metrics()
+    result = SessionResult()
+    result.evictions = [
+        Eviction("default/a-0", "n1", "preempt", "default/b-0"),
+        Eviction("default/a-1", "n1", "reclaim", "default/b-0", queue="a",
+                 strategy="LowestPriority"),
+        Eviction("default/gone", "n1", "reclaim", "default/b-0", queue="a"),
+    ]
+    metrics.cycle({}, result, simulation.cache)
+    assert series(metrics, "elastic_gpu_preemptions_total") == {
+        (("action", "preempt"), ("queue", "a"), ("strategy", "none")): 1,
+        (("action", "reclaim"), ("queue", "a"), ("strategy", "LowestPriority")): 1}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.integers(0, 3)),
+                min_size=1, max_size=8),
+       st.integers(min_value=0, max_value=8))
+def test_gpu_figures_add_up_to_the_pods_bound(pods: list[tuple[str, int]],
+                                              gpus: int) -> None:
+    """On generated pods (some asking no GPU) and a node of `gpus` GPUs: a queue's used
+    GPUs are the GPUs of its pods bound, its allocations and waits its GPU pods bound."""
+    objects = [node("n1", cpu="16", memory="64Gi", **{GPU: str(gpus)}),
+               queue("q1"), queue("q2", capability={GPU: "3"})]
+    for i, (queue_name, count) in enumerate(pods):
+        extra = {GPU: str(count)} if count else {}
+        objects.append(pod(f"p{i}", cpu="1", queue=queue_name, creation=stamp(30), **extra))
+    metrics, result, _ = run(objects)
+    for queue_name in ("q1", "q2"):
+        bound = [count for i, (q, count) in enumerate(pods)
+                 if q == queue_name and f"default/p{i}" in result.binds]
+        used = gpu_series(metrics, "elastic_gpu_used").get((queue_name, GPU))
+        if sum(bound) or queue_name == "q2":  # (q2 has a quota: a series even at 0)
+            assert used == sum(bound)
+        else:
+            assert used is None
+        gpu_pods = sum(1 for count in bound if count)
+        allocations = value(metrics, "elastic_gpu_allocations_total", queue=queue_name)
+        assert (allocations or 0) == gpu_pods
+        waits = value(metrics, "elastic_gpu_wait_seconds_count", queue=queue_name)
+        assert (waits or 0) == gpu_pods
+    assert gpu_series(metrics, "elastic_gpu_quota") == {("q2", GPU): 3}
+
+
+def promtool() -> str:
+    """Prometheus' own checker, where installed (CI sets PROMTOOL); skipped otherwise."""
+    found = os.environ.get("PROMTOOL") or shutil.which("promtool")
+    if not found:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    return found
+
+
+def test_promtool_finds_the_exposition_sound() -> None:
+    """`promtool check metrics` parses the exposition after a GPU reclaim; its only lint
+    findings are on names kept as Volcano spells them (`..._milliseconds`, `..._count`
+    gauges), none on ours."""
+    metrics, result, _ = run(reclaim_scene(), RECLAIM_CONF)
+    assert result.evictions
+    checked = subprocess.run([promtool(), "check", "metrics"],
+                             input=generate_latest(metrics.registry), capture_output=True,
+                             timeout=60)
+    findings = (checked.stdout + checked.stderr).decode().strip().splitlines()
+    assert checked.returncode in (0, 3), findings  # 3: lint findings only
+    assert findings and all(line.startswith("volcano_") for line in findings), findings
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The daemon's /metrics over HTTP, sample by sample."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_the_daemon_exports_gpu_figures_after_a_reclaim(tmp_path: Path) -> None:
+    """A daemon on the API server stand-in reclaims a GPU from queue a for queue b's pod;
+    the scrape shows the preemption, then (once the victim is gone) b's allocation, wait
+    and use."""
+    from tests.apiserver import FakeApiServer, wait_for
+    from tests.kube.conftest import start_daemon
+
+    with FakeApiServer(bookmark_interval=0.1) as server:
+        server.create_all(reclaim_scene()[:-1])
+        daemon, stop = start_daemon(server, tmp_path, RECLAIM_CONF)
+        http = serve(daemon.metrics, "127.0.0.1:0", daemon.period)
+        port = http.server_address[1]
+        try:
+            used = ("elastic_gpu_used", (("card", GPU), ("queue", "a")))
+            wait_for(lambda: scrape(port).get(used) == 4, timeout=10)
+            server.create_all(reclaim_scene()[-1:])
+            deleting = wait_for(lambda: [p for p in server.objects("Pod")
+                                         if p["metadata"].get("deletionTimestamp")],
+                                timeout=10)
+            assert len(deleting) == 1
+            # (the eviction is sent before the cycle is recorded)
+            preempted = wait_for(lambda: [(labels, v) for (name, labels), v
+                                          in scrape(port).items()
+                                          if name == "elastic_gpu_preemptions_total"])
+            assert len(preempted) == 1
+            labels = dict(preempted[0][0])
+            assert (labels["queue"], labels["action"], preempted[0][1]) == ("a", "reclaim", 1)
+            server.finish_deletion("default", deleting[0]["metadata"]["name"])
+            wait_for(lambda: any(b.pod == "b-0" and b.code == 201
+                                 for b in server.bindings()), timeout=10)
+            b = (("queue", "b"),)
+            wait_for(lambda: scrape(port).get(("elastic_gpu_allocations_total", b)) == 1)
+            figures = scrape(port)
+            assert figures[used] == 3
+            assert figures["elastic_gpu_used", (("card", GPU), ("queue", "b"))] == 1
+            assert figures["elastic_gpu_quota", (("card", GPU), ("queue", "b"))] == 2
+            assert ("elastic_gpu_quota", (("card", GPU), ("queue", "a"))) not in figures
+            assert figures["elastic_gpu_wait_seconds_count", b] == 1
+            # created just now by the stand-in: bound within seconds
+            assert figures["elastic_gpu_wait_seconds_bucket", (("le", "15.0"), *b)] == 1
+            assert ("elastic_gpu_allocations_total", (("queue", "a"),)) not in figures
+        finally:
+            http.shutdown()
+            stop()

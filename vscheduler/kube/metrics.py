@@ -16,6 +16,31 @@ A pod without a PodGroup is a job of one built in memory (ARCHITECTURE.md, Stand
 it appears in the totals (`volcano_unschedule_task_count`, `volcano_unschedule_job_count`,
 the oldest pending age) but never in `podgroup_*` series, which name real PodGroups only.
 
+The seed's `elastic_gpu_*` metrics (seed 000) count GPUs by queue, beside Volcano's names:
+
+- `elastic_gpu_preemptions_total{queue,strategy,action}`: evictions decided of pods that
+  request at least one GPU, by the victim's queue, the eviction strategy that chose the
+  victim (`none` when no strategy did) and the action (reclaim, preempt).
+- `elastic_gpu_allocations_total{queue}`: binds decided of pods that request at least
+  one GPU. Both count decisions, as `volcano_pod_bind_total` does: a bind the API server
+  refuses and the next session decides again counts twice. Their ratio over a window is
+  the seed's preemption rate.
+- `elastic_gpu_used{queue,card}` and `elastic_gpu_quota{queue,card}`: GPUs placed for
+  good (pipelined pods and a gang's uncommitted allocations not counted) and the limit
+  on them. Where the capacity-card plugin runs, a queue it reports is counted by card
+  model (`card` is e.g. `NVIDIA-H200`, the quota its `volcano.sh/card.quota`
+  annotation); elsewhere by GPU resource name (`card` is e.g. `nvidia.com/gpu`, the
+  quota its `spec.capability` of that resource). The annotation is read only by that
+  plugin, so without it a queue's quota is its capability even if it is annotated.
+  `used` has a series, 0 if need be, for every card or resource the queue has a quota
+  of, so that `used / quota` is defined for every limited queue; a queue with no quota
+  of a card has no quota series for it (unbounded).
+- `elastic_gpu_wait_seconds{queue}`: for each GPU pod bound, the seconds from the later
+  of its creation and its PodGroup's creation to the session that bound it: the time
+  the scheduler could have placed it (a pod created before its PodGroup cannot be
+  scheduled until the group exists, and `podgroup_scheduling_duration_seconds` also
+  counts from the group). Pods without a creation time are not observed.
+
 `/healthz` answers 200 while scheduling cycles keep running (a loop stuck for ten periods
 is unhealthy). prometheus_client's own server answers every path with the metrics, so
 both are served by a small handler of our own.
@@ -35,14 +60,20 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from vscheduler.cards import CARD_QUOTA_ANNOTATION, CardError, parse_card_counts
 from vscheduler.framework.results import SessionResult
 from vscheduler.model import is_bare_job
-from vscheduler.resources import PODS, Resource
+from vscheduler.resources import PODS, Resource, is_gpu
 
 if TYPE_CHECKING:
     from vscheduler.cache import Cache
+    from vscheduler.model import Queue, Task
 
 __all__ = ["MetricInfo", "Metrics", "markdown_table", "serve"]
 
 _MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+# A GPU pod's wait: seconds for an idle cluster, hours for a training gang that waits
+# for a queue's quota or for a reclaim to finish.
+_WAIT = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400)
+# The strategy label of an eviction no strategy chose.
+NO_STRATEGY = "none"
 # Scalar resources are milli units inside the scheduler, pods excepted (resources.py).
 _MILLI = 1000.0
 
@@ -149,6 +180,30 @@ class Metrics:
         self.card_quota = self._gauge(
             "vscheduler_queue_card_quota", ("queue_name", "card"), "cards",
             "A queue's quota of a card model (its volcano.sh/card.quota annotation)")
+        # ------------------------------------------------------------ GPUs (seed 000)
+        self.gpu_preemptions = self._counter(
+            "elastic_gpu_preemptions_total", ("queue", "strategy", "action"), "pods",
+            "Evictions decided of pods that request at least one GPU, by the victim's "
+            f"queue, the eviction strategy that chose it (\"{NO_STRATEGY}\" when no "
+            "strategy did) and the action")
+        self.gpu_allocations = self._counter(
+            "elastic_gpu_allocations_total", ("queue",), "pods",
+            "Binds decided of pods that request at least one GPU, by their queue")
+        self.gpu_used = self._gauge(
+            "elastic_gpu_used", ("queue", "card"), "GPUs (whole devices)",
+            "GPUs a queue's pods placed for good hold: by card model where the "
+            "capacity-card plugin reports the queue, else by GPU resource name; 0 for a "
+            "card or resource the queue has a quota of and does not use")
+        self.gpu_quota = self._gauge(
+            "elastic_gpu_quota", ("queue", "card"), "GPUs (whole devices)",
+            "A queue's limit of GPUs: its volcano.sh/card.quota per card model where the "
+            "capacity-card plugin reports the queue, else its spec.capability of each GPU "
+            "resource (no series: unbounded)")
+        self.gpu_wait = self._histogram(
+            "elastic_gpu_wait_seconds", ("queue",), "seconds",
+            "For each pod requesting a GPU that a session binds: from the later of its "
+            "creation and its PodGroup's to that session",
+            buckets=_WAIT)
         self.last_cycle = time.monotonic()
 
     # ---------------------------------------------------------------- declaring
@@ -253,18 +308,49 @@ class Metrics:
             self._show(cpu, {(q,): r.cpu for q, r in specs.items() if r.cpu > 0})
             self._show(memory, {(q,): r.memory for q, r in specs.items() if r.memory > 0})
             self._show(scalars, _scalar_series(specs.items()))
-        quotas: Series = {}
-        for queue in queues:
-            text = queue.annotations.get(CARD_QUOTA_ANNOTATION)
-            if text is None:
+        self._show(self.card_quota, {(queue.name, card): amount for queue in queues
+                                     for card, amount in _card_quota(queue).items()})
+        self._gpus(result, cache, now)
+
+    # ---------------------------------------------------------------- GPUs
+
+    def _gpus(self, result: SessionResult, cache: Cache, now: float) -> None:
+        """The seed's elastic_gpu_* figures (module docstring): pods are found in the
+        cache, which still holds the victims and the bound pods of the session."""
+        for eviction in result.evictions:
+            task = cache.tasks.get(eviction.task)
+            if task is None or not _asks_gpu(task):
                 continue
-            try:  # (a malformed quota is the capacity-card plugin's Warning event)
-                counts = parse_card_counts(text, f"Queue {queue.name}")
-            except CardError:
+            queue = eviction.queue or _queue_of(task, cache)
+            self.gpu_preemptions.labels(queue, eviction.strategy or NO_STRATEGY,
+                                        eviction.action).inc()
+        for key in result.binds:
+            task = cache.tasks.get(key)
+            if task is None or not _asks_gpu(task):
                 continue
-            quotas.update({(queue.name, card): amount / _MILLI
-                           for card, amount in counts.items()})
-        self._show(self.card_quota, quotas)
+            queue = _queue_of(task, cache)
+            self.gpu_allocations.labels(queue).inc()
+            job = cache.jobs.get(task.job_id)
+            since = task.pod.creation
+            if job is not None and not job.bare:
+                since = max(since, job.creation)
+            if task.pod.creation > 0:  # (0: no creationTimestamp to count from)
+                self.gpu_wait.labels(queue).observe(max(now - since, 0.0))
+        used: Series = {}
+        quota: Series = {}
+        for name, allocated in result.queues.items():
+            cards = result.queue_cards.get(name)
+            spec = cache.queues.get(name)
+            limits = _card_quota(spec) if cards is not None else _gpu_capability(spec)
+            if cards is None:
+                cards = {resource: amount / _MILLI
+                         for resource, amount in allocated.scalars.items()
+                         if is_gpu(resource)}
+            for card in cards.keys() | limits.keys():
+                used[name, card] = cards.get(card, 0.0)
+            quota.update({(name, card): amount for card, amount in limits.items()})
+        self._show(self.gpu_used, used)
+        self._show(self.gpu_quota, quota)
 
     def healthy(self, period: float) -> bool:
         return time.monotonic() - self.last_cycle < max(10 * period, 10.0)
@@ -273,6 +359,39 @@ class Metrics:
 def _scalar_series(queues: Iterable[tuple[str, Resource]]) -> Series:
     return {(queue, name): _whole(name, amount)
             for queue, resource in queues for name, amount in resource.scalars.items()}
+
+
+def _asks_gpu(task: Task) -> bool:
+    return any(amount > 0 and is_gpu(name) for name, amount in task.resreq.scalars.items())
+
+
+def _queue_of(task: Task, cache: Cache) -> str:
+    """A pod's queue as the scheduler reads it (the default queue filled in)."""
+    job = cache.jobs.get(task.job_id)
+    return job.queue if job is not None else cache.default_queue
+
+
+def _card_quota(queue: Queue | None) -> dict[str, float]:
+    """A queue's card quota in whole cards; none if it has no annotation or a malformed
+    one (the capacity-card plugin's Warning event says so)."""
+    text = queue.annotations.get(CARD_QUOTA_ANNOTATION) if queue is not None else None
+    if text is None:
+        return {}
+    try:  # (the plugin reads the same text; its events report a malformed one)
+        counts = parse_card_counts(text, f"Queue {queue.name}")
+    except CardError:
+        return {}
+    return {card: amount / _MILLI for card, amount in counts.items()}
+
+
+def _gpu_capability(queue: Queue | None) -> dict[str, float]:
+    """A queue's spec.capability of each GPU resource, in whole GPUs. A scalar resource
+    missing from it is unlimited; one given as 0 is a limit of 0 (`quota.capability_of`:
+    only cpu and memory read 0 as no limit)."""
+    if queue is None or queue.capability is None:
+        return {}
+    return {name: amount / _MILLI for name, amount in queue.capability.scalars.items()
+            if is_gpu(name)}
 
 
 def markdown_table(metrics: Metrics | None = None) -> str:
