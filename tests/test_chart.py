@@ -602,6 +602,62 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
+# Labels Prometheus gives every series of a target (the ServiceMonitor's and the pod's).
+TARGET_LABELS = {"job", "namespace", "pod", "instance", "service", "endpoint", "container"}
+
+
+def labels_used(expr: str) -> tuple[dict[str, set[str]], set[str]]:
+    """The labels a PromQL expression reads: those matched per metric name, and those
+    grouped or joined on (by, without, on, ignoring)."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    matched: dict[str, set[str]] = {}
+    for match in re.finditer(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*\{([^}]*)\}", text):
+        keys = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)", match.group(2)))
+        matched.setdefault(match.group(1), set()).update(keys)
+    grouped = set()
+    for match in re.finditer(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", text):
+        grouped |= {label.strip() for label in match.group(1).split(",") if label.strip()}
+    return matched, grouped
+
+
+def exported_labels() -> dict[str, set[str]]:
+    """Each exported series name and its labels (a histogram's buckets add `le`)."""
+    from vscheduler.kube.metrics import Metrics
+
+    labels: dict[str, set[str]] = {name: set() for name in PROMETHEUS_SERIES}
+    for info in Metrics().described:
+        if info.kind == "histogram":
+            labels[f"{info.name}_bucket"] = {*info.labels, "le"}
+            labels[f"{info.name}_sum"] = labels[f"{info.name}_count"] = set(info.labels)
+        else:
+            labels[info.name] = set(info.labels)
+    return labels
+
+
+def assert_labels_exist(expr: str) -> None:
+    """Every label an expression matches exists on that metric (or on every target), and
+    every label it groups by exists on one of the metrics it reads: a misnamed label
+    (`queue_name` for `queue`) matches nothing and shows an empty panel, not an error."""
+    known = exported_labels()
+    matched, grouped = labels_used(expr)
+    for name, keys in matched.items():
+        assert keys <= known[name] | TARGET_LABELS, (name, sorted(keys - known[name]), expr)
+    available = set().union(*(known[name] for name in metric_names(expr))) | TARGET_LABELS
+    assert grouped <= available, (sorted(grouped - available), expr)
+
+
+def test_misnamed_labels_are_found() -> None:
+    """Guards the label checks: a label the metric lacks is caught, in a matcher and in a
+    grouping."""
+    assert_labels_exist('sum by (queue, card) (elastic_gpu_used{job=~"a", queue=~"b"})')
+    for bad in ('sum by (queue_name) (elastic_gpu_used{job=~"a"})',
+                'elastic_gpu_used{queue_name="x"}',
+                'sum by (le) (rate(elastic_gpu_wait_seconds_count[5m]))',
+                'elastic_gpu_used{card="x"} / on(strategy) elastic_gpu_quota'):
+        with pytest.raises(AssertionError):
+            assert_labels_exist(bad)
+
+
 def exported_series() -> set[str]:
     """Every series name the daemon exports: gauges as named, counters with _total,
     histograms' _bucket, _sum and _count."""
@@ -645,6 +701,7 @@ def test_the_dashboard_reads_only_metrics_the_daemon_exports() -> None:
         names = metric_names(expr)
         assert names, expr
         assert names <= exported, f"{sorted(names - exported)} in {expr}"
+        assert_labels_exist(expr)
         used |= names
     # Every exported metric is on the dashboard, but for the period (read by an alert).
     bases = {re.sub(r"_(bucket|sum|count)$", "", name) for name in used}
@@ -688,7 +745,8 @@ def alert_rules(chart: helm.Chart, values: dict[str, Any] | None = None) -> dict
 
 
 ALERTS = {"VSchedulerDown", "VSchedulerNoSchedulingCycle", "VSchedulerLeaderChanges",
-          "VSchedulerBindErrors", "VSchedulerPodsPendingTooLong"}
+          "VSchedulerBindErrors", "VSchedulerPodsPendingTooLong",
+          "VSchedulerGPUPreemptionsHigh", "VSchedulerGPUQuotaExceeded"}
 
 
 def test_alerts_read_only_metrics_the_daemon_exports(chart: helm.Chart) -> None:
@@ -699,6 +757,7 @@ def test_alerts_read_only_metrics_the_daemon_exports(chart: helm.Chart) -> None:
     for name, rule in rules.items():
         names = metric_names(rule["expr"])
         assert names and names <= exported, (name, sorted(names - exported))
+        assert_labels_exist(rule["expr"])
         assert rule["labels"]["severity"] in ("critical", "warning")
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
         # Each alert looks at this release's series only.
@@ -711,6 +770,8 @@ def test_alert_thresholds_follow_the_values(chart: helm.Chart) -> None:
         "leaderChanges": {"window": "30m", "max": 2},
         "bindErrors": {"window": "5m", "threshold": 3},
         "podsPending": {"thresholdSeconds": 900, "severity": "critical"},
+        "gpuPreemptions": {"window": "6h", "ratio": 0.25, "minPreemptions": 10},
+        "gpuOverQuota": {"for": "1h", "severity": "critical"},
         "down": {"enabled": False}}})
     assert set(rules) == ALERTS - {"VSchedulerDown"}
     cycle = rules["VSchedulerNoSchedulingCycle"]
@@ -722,6 +783,14 @@ def test_alert_thresholds_follow_the_values(chart: helm.Chart) -> None:
         'sum(increase(vscheduler_api_errors_total{job="sched", operation="bind"}[5m])) > 3')
     pending = rules["VSchedulerPodsPendingTooLong"]
     assert pending["expr"].endswith("> 900") and pending["labels"]["severity"] == "critical"
+    preemptions = rules["VSchedulerGPUPreemptionsHigh"]["expr"]
+    assert preemptions.count("[6h]") == 3 and ") > 0.25\n" in preemptions
+    assert preemptions.endswith('sum(increase(elastic_gpu_preemptions_total{job="sched"}[6h]))'
+                                " >= 10")
+    quota = rules["VSchedulerGPUQuotaExceeded"]
+    assert quota["expr"] == ('max by (queue, card) (elastic_gpu_used{job="sched"}) > '
+                             'max by (queue, card) (elastic_gpu_quota{job="sched"})')
+    assert quota["for"] == "1h" and quota["labels"]["severity"] == "critical"
     labelled = only(manifests(chart, {"prometheusRule": {"enabled": True,
                                                          "labels": {"release": "prom"}}}),
                     "PrometheusRule")
@@ -731,6 +800,8 @@ def test_alert_thresholds_follow_the_values(chart: helm.Chart) -> None:
     for bad in ({"prometheusRule": {"rules": {"noCycle": {"periods": 0}}}},
                 {"prometheusRule": {"rules": {"bindErrors": {"window": "ten minutes"}}}},
                 {"prometheusRule": {"rules": {"podsPending": {"threshold": 5}}}},
+                {"prometheusRule": {"rules": {"gpuPreemptions": {"ratio": 0}}}},
+                {"prometheusRule": {"rules": {"gpuOverQuota": {"threshold": 1}}}},
                 {"grafanaDashboard": {"enable": True}}):
         with pytest.raises(helm.HelmValuesError):
             render(chart, bad)
@@ -774,13 +845,27 @@ SERIES = {
     "vscheduler_is_leader": "1 0 1 0 1 0 1 1x23",
     'vscheduler_api_errors_total{operation="bind"}': "0x5 1+1x25",
     "vscheduler_oldest_pending_pod_age_seconds": "0+180x30",
+    # 4 GPU pods bound a minute; from minute 5 on, 8 GPU pods evicted a minute (more than
+    # 0.5 per bind over the hour from minute 7)
+    'elastic_gpu_allocations_total{queue="train"}': "0+4x30",
+    'elastic_gpu_preemptions_total{queue="train", strategy="none", action="reclaim"}':
+        "0x5 8+8x25",
+    # train passes its quota of 4 at minute 11; infer stays within its own
+    'elastic_gpu_used{queue="train", card="nvidia.com/gpu"}': "2x10 6x20",
+    'elastic_gpu_quota{queue="train", card="nvidia.com/gpu"}': "4x30",
+    'elastic_gpu_used{queue="infer", card="NVIDIA-H200"}': "4x30",
+    'elastic_gpu_quota{queue="infer", card="NVIDIA-H200"}': "4x30",
 }
 # (minute, alert, whether it fires then)
 EXPECTED = [(5, "VSchedulerNoSchedulingCycle", False), (20, "VSchedulerNoSchedulingCycle", True),
             (5, "VSchedulerDown", False), (20, "VSchedulerDown", True),
             (8, "VSchedulerLeaderChanges", True), (4, "VSchedulerBindErrors", False),
             (15, "VSchedulerBindErrors", True), (20, "VSchedulerPodsPendingTooLong", False),
-            (30, "VSchedulerPodsPendingTooLong", True)]
+            (30, "VSchedulerPodsPendingTooLong", True),
+            (5, "VSchedulerGPUPreemptionsHigh", False), (25, "VSchedulerGPUPreemptionsHigh", True),
+            (20, "VSchedulerGPUQuotaExceeded", False), (28, "VSchedulerGPUQuotaExceeded", True)]
+# Labels an alert carries from its expression, beside the rule's own.
+ALERT_LABELS = {"VSchedulerGPUQuotaExceeded": {"queue": "train", "card": "nvidia.com/gpu"}}
 
 
 def promtool_test(rules: dict[str, dict], fire: bool = True) -> str:
@@ -794,7 +879,7 @@ def promtool_test(rules: dict[str, dict], fire: bool = True) -> str:
         series.append({"series": f"{base}{{{matchers}}}", "values": values})
     checks = []
     for minute, alert, fires in EXPECTED:
-        expected = [{"exp_labels": rules[alert]["labels"],
+        expected = [{"exp_labels": {**rules[alert]["labels"], **ALERT_LABELS.get(alert, {})},
                      "exp_annotations": rules[alert]["annotations"]}] if fire and fires else []
         checks.append({"eval_time": f"{minute}m", "alertname": alert, "exp_alerts": expected})
     return yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
@@ -813,7 +898,8 @@ def test_promtool_fires_each_alert_when_it_should(chart: helm.Chart, tmp_path: P
     # The same series with every threshold out of reach: nothing fires.
     relaxed = {"rules": {"noCycle": {"periods": 100000}, "down": {"for": "1h"},
                          "leaderChanges": {"max": 10}, "bindErrors": {"threshold": 100},
-                         "podsPending": {"thresholdSeconds": 100000}}}
+                         "podsPending": {"thresholdSeconds": 100000},
+                         "gpuPreemptions": {"ratio": 100}, "gpuOverQuota": {"for": "1h"}}}
     rule_file(chart, tmp_path, relaxed)
     tests.write_text(promtool_test(alert_rules(chart, relaxed), fire=False))
     ran = subprocess.run([tool, "test", "rules", str(tests)], capture_output=True,
