@@ -26,6 +26,7 @@ from vscheduler.framework.eviction import (
     VictimPolicy,
     evict_for,
     never_preempts,
+    policy_arguments,
 )
 from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
@@ -44,8 +45,7 @@ class Preempt(Action):
         # first; the queue's room and every predicate checked once they are gone.
         between_jobs = VictimPolicy(
             "preempt", PREEMPTABLE_STATUSES, Scope.OWN_QUEUE, offered_by="preemptable",
-            gang_safe=self.args.get("gangSafeEviction", True),
-            min_runtime=self.args.get("minRuntime", 0.0),
+            **policy_arguments(self.args),
             best_effort_spares_requests=True, queue_must_fit=True,
             until_queue_has_room=self.args.get("evictUntilQueueHasRoom", True),
             best_node_first=True)

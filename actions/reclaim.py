@@ -20,6 +20,7 @@ from vscheduler.framework.eviction import (
     VictimPolicy,
     evict_for,
     never_preempts,
+    policy_arguments,
 )
 from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
@@ -37,8 +38,7 @@ class Reclaim(Action):
         # nodes in node order; the reclaimer must pass every predicate once they are gone.
         policy = VictimPolicy("reclaim", TaskStatus.RUNNING, Scope.OTHER_QUEUES,
                               offered_by="reclaimable",
-                              gang_safe=self.args.get("gangSafeEviction", True),
-                              min_runtime=self.args.get("minRuntime", 0.0))
+                              **policy_arguments(self.args))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         starving: dict[str, PriorityQueue[Job]] = {}
         seen: set[str] = set()

@@ -7,14 +7,21 @@ victim rule (`eviction._eligible`) only asks them:
   evicting it wastes its start-up): the `minRuntime` argument of reclaim and preempt,
   overridden by the `volcano.sh/min-runtime` annotation of the victim's queue, itself
   overridden by that of its PodGroup (the most specific wins). A pod younger than its
-  minimum runtime, counted from `status.startTime`, is never a victim; a pod with no
-  start time is not guarded (the seed's rule: no start, no age).
+  minimum runtime, counted from `status.startTime` (from its creation without one), is
+  never a victim.
 - **PodDisruptionBudgets**, as kube-scheduler and Volcano's `pdb` plugin read them: each
   budget allows `status.disruptionsAllowed` disruptions (computed from its spec and the
   pods it selects when the status does not say); victims are counted against every
   budget of their namespace that selects them, in the order given, and a victim that
   takes a budget below zero violates it. Evicting such victims is not forbidden, only
   less preferred: kube-scheduler picks victims that violate no budget first.
+
+- **a cap per job** (seed 002's incident: 48 GPUs asked, 376 evicted): what is evicted
+  for one job in a session is at most `maxEvictionRatio` times what the job asks, in
+  GPUs when it asks GPUs, else in its share of the cluster. Its first plan always may
+  go, since a gang cannot be evicted in part: a one-GPU pod may still take an 8-GPU
+  gang's node. A pod without a PodGroup counts with the other pods of its controller
+  (a ReplicaSet of 48 pods is one job here, as it is to its owner).
 
 Protection by annotation (`volcano.sh/preemptable`, seed 000's
 `elastic.gpu/preemptible`) is read where objects are read (`objects.read_preemptable`).
@@ -28,16 +35,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vscheduler.matching import expression_matches
-from vscheduler.model import TaskStatus
+from vscheduler.model import TaskStatus, is_bare_job
 from vscheduler.plugin import Argument, ArgumentError
+from vscheduler.resources import Resource, gpus_of, share_of
 
 if TYPE_CHECKING:
-    from vscheduler.model import Task
+    from vscheduler.model import Job, Task
     from vscheduler.specs import DisruptionBudget, Pod
 
 __all__ = [
     "MIN_RUNTIME_ANNOTATION",
     "DurationArgument",
+    "EvictionCap",
     "allowances",
     "allowed_disruptions",
     "budget_selects",
@@ -203,3 +212,44 @@ def allowances(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> dic
     return {b.key: allowed_disruptions(b, healthy[i], expected[i])
             for i, b in enumerate(budgets)}
 
+
+
+class EvictionCap:
+    """The most a session may evict for one job: a ratio times what the job asks (its
+    pending tasks' requests when the cap is built), in GPUs when it asks any, else in
+    its share of the cluster (`total`). A pod without a PodGroup is counted with the
+    other such pods of its controller. A ratio of 0 turns the cap off."""
+
+    __slots__ = ("asked", "members", "total")
+
+    def __init__(self, jobs: Iterable[Job], total: Resource) -> None:
+        self.total = total
+        self.asked: dict[str, Resource] = {}
+        self.members: dict[str, list[str]] = {}  # key -> uids of the jobs it counts
+        for job in jobs:
+            key = self.key(job)
+            self.members.setdefault(key, []).append(job.uid)
+            asked = self.asked.setdefault(key, Resource())
+            for task in job.tasks_in(TaskStatus.PENDING):
+                asked.add(task.resreq)
+
+    @staticmethod
+    def key(job: Job) -> str:
+        """Whose evictions count together: the PodGroup's, or a bare pod's controller's."""
+        if is_bare_job(job.uid):
+            pod = next(iter(job.tasks.values())).pod
+            if pod.owner_uid:
+                return f"owner/{pod.owner_uid}"
+        return job.uid
+
+    def _measure(self, amount: Resource, asked: Resource) -> float:
+        return gpus_of(amount) if gpus_of(asked) > 0 else share_of(amount, self.total)
+
+    def allows(self, job: Job, evicted: Resource, plan: Resource, ratio: float) -> bool:
+        """Whether `plan` may be evicted for `job`, when `evicted` already has been for
+        it (and the jobs counted with it) in this session, under `ratio`."""
+        if ratio <= 0 or evicted.is_empty():
+            return True
+        asked = self.asked.get(self.key(job), Resource())
+        limit = ratio * self._measure(asked, asked)
+        return self._measure(evicted.clone().add(plan), asked) <= limit + 1e-9

@@ -389,10 +389,12 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     labels = _labels(meta)
     owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
-    owner_kind = ""
+    owner_kind = owner_uid = ""
     if owners:
-        owner = _map(owners[0], "metadata.ownerReferences[0]")
-        owner_kind = _text(owner.get("kind"), "metadata.ownerReferences[0].kind", "")
+        refs = [_map(ref, "metadata.ownerReferences[]") for ref in owners]
+        owner = next((ref for ref in refs if ref.get("controller") is True), refs[0])
+        owner_kind = _text(owner.get("kind"), "metadata.ownerReferences[].kind", "")
+        owner_uid = _text(owner.get("uid"), "metadata.ownerReferences[].uid", "")
     required, preferred = _affinity(spec)
     gates = tuple(_text(_map(g, "spec.schedulingGates[]").get("name"),
                         "spec.schedulingGates[].name", "")
@@ -413,6 +415,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
         preemption_policy=_text(spec.get("preemptionPolicy"), "spec.preemptionPolicy", ""),
         owner_kind=owner_kind,
+        owner_uid=owner_uid,
         node_selector=_str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
         required_affinity=required,
         preferred_affinity=preferred,

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.hookspecs import SessionView
 
-__all__ = ["Action", "Argument", "ArgumentError", "Plugin", "check_arguments"]
+__all__ = ["Action", "Argument", "ArgumentError", "ChoiceArgument", "LimitArgument", "Plugin",
+           "check_arguments"]
 
 
 class ArgumentError(ValueError):
@@ -89,6 +90,40 @@ class Argument:
         elif kind is list and isinstance(raw, list):
             return raw
         raise ArgumentError(f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {raw!r}")
+
+
+class ChoiceArgument(Argument):
+    """A string argument that must be one of `choices` (read regardless of case, handed
+    on as written in `choices`): a misspelt strategy is refused with the conf."""
+
+    __slots__ = ("choices",)
+
+    def __init__(self, key: str, choices: tuple[str, ...], default: str,
+                 help: str = "") -> None:
+        super().__init__(key, str, default, f"{help}: {', '.join(choices)}")
+        self.choices = choices
+
+    def convert(self, raw: Any) -> Any:
+        if isinstance(raw, str):
+            for choice in self.choices:
+                if raw.lower() == choice.lower():
+                    return choice
+        raise ArgumentError(f"must be one of {', '.join(self.choices)}, got {raw!r}")
+
+
+class LimitArgument(Argument):
+    """A number that may not be negative (a ratio, a count of seconds); `type` is int or
+    float. None is accepted where the default is None (unset)."""
+
+    __slots__ = ()
+
+    def convert(self, raw: Any) -> Any:
+        if raw is None and self.default is None:
+            return None
+        value = super().convert(raw)
+        if value < 0:
+            raise ArgumentError(f"must not be negative, got {raw!r}")
+        return value
 
 
 def check_arguments(

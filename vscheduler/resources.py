@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 
 from vscheduler.quantity import QuantityError, format_bytes, format_milli, milli_value, value
 
-__all__ = ["CPU", "MEMORY", "MIN_RESOURCE", "PODS", "Resource", "is_gpu"]
+__all__ = ["CPU", "MEMORY", "MIN_RESOURCE", "PODS", "Resource", "gpus_of", "is_gpu",
+           "share_of"]
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -277,3 +278,19 @@ def share(allocated: float, total: float) -> float:
     if total == 0:
         return 0.0 if allocated == 0 else 1.0
     return allocated / total
+
+
+def gpus_of(amount: Resource) -> float:
+    """The GPUs in `amount`, of every GPU resource (`is_gpu`)."""
+    return sum(amount.get(name) for name in amount.names() if is_gpu(name))
+
+
+def share_of(amount: Resource, total: Resource) -> float:
+    """How much of `total` (the cluster, say) `amount` is, summed over its resources:
+    one number to weigh amounts of different resources against each other."""
+    weight = 0.0
+    for name in amount.names():
+        whole = total.get(name)
+        if whole > 0:
+            weight += amount.get(name) / whole
+    return weight

@@ -62,7 +62,9 @@ class Pod:
     priority: int | None = None
     priority_class_name: str = ""
     preemption_policy: str = ""
+    # The owner that controls the pod (else the first listed): its kind and uid.
     owner_kind: str = ""
+    owner_uid: str = ""
     node_selector: Mapping[str, str] = field(default_factory=dict)
     # Required node affinity; None = no requirement.
     required_affinity: Affinity | None = None

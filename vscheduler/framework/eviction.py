@@ -28,15 +28,24 @@ makes the preemptor fit with the least waste goes first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import cmp_to_key
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vscheduler.framework.placement import best_first, eviction_candidates
+from vscheduler.framework.results import EvictionTerms
+from vscheduler.framework.strategies import (
+    DEFAULT,
+    STRATEGIES,
+    Strategy,
+    cheapest_cover,
+    waste_of,
+)
 from vscheduler.guards import (
     DurationArgument,
+    EvictionCap,
     allowances,
     charge,
     min_runtime_of,
@@ -44,15 +53,15 @@ from vscheduler.guards import (
     too_young,
 )
 from vscheduler.model import Job, Node, Task, TaskStatus
-from vscheduler.plugin import Argument
-from vscheduler.resources import Resource, is_gpu
+from vscheduler.plugin import Argument, ChoiceArgument, LimitArgument
+from vscheduler.resources import Resource, gpus_of
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
 __all__ = ["ARGUMENTS", "GANG_SAFE", "UNTIL_QUEUE_HAS_ROOM", "Scope", "VictimPolicy",
-           "evict_for", "never_preempts", "plan", "victim_order"]
+           "evict_for", "never_preempts", "plan", "policy_arguments", "victim_order"]
 
 # The arguments of reclaim and preempt: gang-safe eviction can be turned off.
 GANG_SAFE = Argument("gangSafeEviction", bool, True,
@@ -64,7 +73,23 @@ ARGUMENTS = (
                      "a pod runs at least this long (a Go duration, 10m) before it may be "
                      "a victim; its queue's or PodGroup's volcano.sh/min-runtime says "
                      "otherwise; 0, the default, guards nothing"),
+    ChoiceArgument("strategy", tuple(STRATEGIES), DEFAULT.name,
+                   "which victims go first and which node's plan wins"),
+    LimitArgument("maxEvictionRatio", float, 2.0,
+                  "evict for one job at most this many times what it asks (GPUs when it "
+                  "asks GPUs), beyond its first plan; 0 turns the cap off"),
+    LimitArgument("gracePeriodSeconds", int, None,
+                  "delete victims with this grace period; unset, each pod's own"),
 )
+
+
+def policy_arguments(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The `VictimPolicy` fields the shared `ARGUMENTS` of an evicting action set."""
+    return {"gang_safe": args.get("gangSafeEviction", True),
+            "min_runtime": args.get("minRuntime", 0.0),
+            "strategy": STRATEGIES[args.get("strategy", DEFAULT.name)],
+            "max_eviction_ratio": args.get("maxEvictionRatio", 2.0),
+            "grace_seconds": args.get("gracePeriodSeconds")}
 # preempt's: victims go on until the queue has room too (Volcano's behaviour), or, off,
 # only until the preemptor fits the node (the queue then checked once, after).
 UNTIL_QUEUE_HAS_ROOM = Argument(
@@ -97,7 +122,10 @@ class VictimPolicy:
     the node. `best_node_first`: nodes are tried best scored first,
     else in node order. `action` names the evictions ("reclaim", "preempt").
     `min_runtime` (seconds, the `minRuntime` argument): a pod that has run less is
-    no victim, unless its queue or PodGroup says another figure (`guards.py`)."""
+    no victim, unless its queue or PodGroup says another figure (`guards.py`).
+    `strategy` orders a node's victims and ranks the plans (`strategies.py`);
+    `max_eviction_ratio` caps what is evicted for one job (`guards.EvictionCap`);
+    `grace_seconds` is the victims' grace period (None: each pod's own)."""
 
     action: str
     statuses: TaskStatus
@@ -109,6 +137,9 @@ class VictimPolicy:
     until_queue_has_room: bool = False
     best_node_first: bool = False
     min_runtime: float = 0.0
+    strategy: Strategy = field(default=DEFAULT)
+    max_eviction_ratio: float = 2.0
+    grace_seconds: int | None = None
 
     def __post_init__(self) -> None:
         if self.offered_by not in ("reclaimable", "preemptable"):
@@ -131,8 +162,9 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     again where GPUs are on their way out is how one gang per pending pod would go.
     Only then are victims planned, on candidate nodes in order until node sampling has
     enough plans (`NodeSampling.nodes_to_find`, as allocate counts feasible nodes; every
-    node with sampling off), and the plan that wastes least (`_waste`: GPUs first, then
-    the other resources) is carried out; ties keep the node order (best scored first
+    node with sampling off), and the plan the strategy ranks first (`Strategy.plan_key`:
+    by default the one wasting least, GPUs first, then the other resources) is carried
+    out if it keeps the job within its cap; ties keep the node order (best scored first
     with `best_node_first`). Planning on every node of a large cluster for every pod
     that must evict cost a minute a session at 5,000 nodes."""
     req = preemptor.resreq
@@ -155,17 +187,54 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     # carried out, so asked once per job here (plugins approving whole gangs dominated
     # the cost of planning node after node).
     whole_jobs: dict[str, list[Task] | None] = {}
-    plans: list[tuple[tuple[float, float, int], int, Node, list[Task]]] = []
+    plans: list[tuple[tuple[float, float, float], int, Node, list[Task]]] = []
     enough = session.node_sampling.nodes_to_find(len(session.node_list))
+    strategy, total = policy.strategy, session.total_resource
     for index, node in enumerate(nodes):
         victims = _plan_on_node(session, policy, preemptor, node, eligible, whole_jobs)
         if victims:
-            plans.append((_waste(victims, session.total_resource), index, node, victims))
+            plans.append((strategy.plan_key(victims, total), index, node, victims))
             if len(plans) >= enough:
                 break
     plans.sort(key=lambda entry: entry[:2])
-    return any(_evict_and_pipeline(session, statement, policy, preemptor, node, victims)
-               for _, _, node, victims in plans)
+    capped = False
+    for _, _, node, victims in plans:
+        if not _within_cap(session, statement, policy, preemptor, victims):
+            capped = True
+        elif _evict_and_pipeline(session, statement, policy, preemptor, node, victims):
+            return True
+    if capped:
+        session.explain_task(preemptor, (
+            f"{policy.action}: evicting more for its job would pass maxEvictionRatio "
+            f"{policy.max_eviction_ratio:g} times what the job asks"))
+    return False
+
+
+def _within_cap(session: Session, statement: Statement, policy: VictimPolicy,
+                preemptor: Task, victims: list[Task]) -> bool:
+    """Whether evicting `victims` for `preemptor` keeps its job within the cap: what the
+    session committed for the jobs counted with it, what `statement` holds for them,
+    and the plan (`guards.EvictionCap`)."""
+    if policy.max_eviction_ratio <= 0:
+        return True
+    if session.eviction_cap is None:
+        session.eviction_cap = EvictionCap(session.jobs.values(), session.total_resource)
+    cap, jobs = session.eviction_cap, session.jobs
+    job = jobs[preemptor.job_id]
+    key = cap.key(job)
+    members = cap.members.get(key, [job.uid])
+    evicted = Resource()
+    for uid in members:
+        if uid in session.evicted_for:
+            evicted.add(session.evicted_for[uid])
+    member_set = set(members)
+    for victim, by in statement.evictions():
+        if by is not None and by.job_id in member_set:
+            evicted.add(victim.resreq)
+    plan = Resource()
+    for victim in victims:
+        plan.add(victim.resreq)
+    return cap.allows(job, evicted, plan, policy.max_eviction_ratio)
 
 
 def plan(session: Session, policy: VictimPolicy, preemptor: Task,
@@ -242,33 +311,6 @@ def _fits(need: Resource, available: Resource) -> bool:
     return need.first_insufficient(available) is None
 
 
-def _weight(amount: Resource, total: Resource) -> float:
-    """How much of the cluster `amount` is, summed over its resources: a single number
-    to compare what evicting different gangs would waste."""
-    weight = 0.0
-    for name in amount.names():
-        cluster = total.get(name)
-        if cluster > 0:
-            weight += amount.get(name) / cluster
-    return weight
-
-
-def _waste_of(amount: Resource, total: Resource) -> tuple[float, float]:
-    """What freeing `amount` costs, to compare plans for the same preemptor (whose need
-    is the same whatever is chosen, so what is freed is the waste plus a constant): the
-    GPUs first, then the share of the cluster of every resource."""
-    gpus = sum(amount.get(name) for name in amount.names() if is_gpu(name))
-    return gpus, _weight(amount, total)
-
-
-def _waste(victims: list[Task], total: Resource) -> tuple[float, float, int]:
-    """A plan's waste (`_waste_of` all it frees, on every node), then its victims' count."""
-    freed = Resource()
-    for victim in victims:
-        freed.add(victim.resreq)
-    return (*_waste_of(freed, total), len(victims))
-
-
 def _take_victims(
     session: Session,
     preemptor: Task,
@@ -300,26 +342,17 @@ def _take_victims(
         return _fits(need, available) and (room is None or room(taken() + list(extra)))
 
     available = node.future_idle()
-    counts: dict[str, int] = {}
-    breakers: list[Task] = []
-    for victim in victims:
+    singles = _singles(session, preemptor, victims, gang_safe)
+    for victim in singles:
         if enough(available):
             break
-        job = jobs[victim.job_id]
-        # Breaking a gang leaves it with some tasks but fewer than its minimum; taking
-        # its last one evicts it whole. (A task taking the place of a task of its own
-        # job leaves the job no smaller.)
-        remaining = job.ready_task_num() - counts.get(job.uid, 0) - 1
-        if (gang_safe and victim.job_id != preemptor.job_id
-                and 0 < remaining < job.min_available):
-            breakers.append(victim)
-            continue
         units.append(([victim], victim.resreq))
-        counts[job.uid] = counts.get(job.uid, 0) + 1
         available.add(victim.resreq)
 
     if not enough(available):
         # Whole gangs: what each would free here, and in all.
+        single_keys = {t.key for t in singles}
+        breakers = [v for v in victims if v.key not in single_keys]
         chosen_keys = {t.key for t in taken()}
         options: dict[str, tuple[list[Task], Resource, tuple[float, float]]] = {}
         for victim in breakers:
@@ -336,14 +369,14 @@ def _take_victims(
                 if task.node_name == node.name:
                     here.add(task.resreq)
             options[victim.job_id] = (tasks, here,
-                                      _waste_of(total, session.total_resource))
+                                      waste_of(total, session.total_resource))
         while options and not enough(available):
             sufficient = [uid for uid, (tasks, here, _) in options.items()
                           if enough(available.clone().add(here), tasks)]
             if sufficient:
                 pick = min(sufficient, key=lambda uid: options[uid][2])  # least waste
             else:
-                pick = max(options, key=lambda uid: _waste_of(options[uid][1],
+                pick = max(options, key=lambda uid: waste_of(options[uid][1],
                                                               session.total_resource))
             tasks, here, _ = options.pop(pick)
             available.add(here)
@@ -367,6 +400,46 @@ def _take_victims(
         else:
             spared.discard(index)
     return taken()
+
+
+def _singles(session: Session, preemptor: Task, victims: list[Task],
+             gang_safe: bool) -> list[Task]:
+    """The victims that may go one by one, in order: with `gang_safe`, a job gives up
+    only the tasks it has above its minMember (its elastic replicas)."""
+    jobs = session.jobs
+    counts: dict[str, int] = {}
+    singles = []
+    for victim in victims:
+        job = jobs[victim.job_id]
+        # Breaking a gang leaves it with some tasks but fewer than its minimum; taking
+        # its last one evicts it whole. (A task taking the place of a task of its own
+        # job leaves the job no smaller.)
+        remaining = job.ready_task_num() - counts.get(job.uid, 0) - 1
+        if (gang_safe and victim.job_id != preemptor.job_id
+                and 0 < remaining < job.min_available):
+            continue
+        singles.append(victim)
+        counts[job.uid] = counts.get(job.uid, 0) + 1
+    return singles
+
+
+def _cheapest_singles(session: Session, preemptor: Task, node: Node, victims: list[Task],
+                      gang_safe: bool,
+                      room: Callable[[list[Task]], bool] | None) -> list[Task] | None:
+    """The cheapest set of victims that break no gang and make room for `preemptor` on
+    `node` (`strategies.cheapest_cover`), or None (then victims are taken in order)."""
+    base = node.future_idle()
+    need = preemptor.resreq
+
+    def suffices(chosen: list[Task]) -> bool:
+        available = base.clone()
+        for victim in chosen:
+            available.add(victim.resreq)
+        return _fits(need, available) and (room is None or room(chosen))
+
+    short = max(gpus_of(need) - gpus_of(base), 0.0)
+    return cheapest_cover(session, _singles(session, preemptor, victims, gang_safe),
+                          suffices, short)
 
 
 def _could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
@@ -395,8 +468,10 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
                   eligible: Callable[[Task], bool],
                   whole_jobs: dict[str, list[Task] | None]) -> list[Task] | None:
     """What to evict on `node` for `preemptor`, or None: the node's `eligible` tasks, in
-    eviction order, as plugins offer them, taken by `_take_victims`. `whole_jobs` keeps
-    which victim jobs may go whole, by uid, for as long as nothing was evicted."""
+    eviction order, as plugins offer them, in the strategy's order, those that break no
+    disruption budget first; the strategy's cheapest set of them (`exact_cover`), else
+    as `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
+    uid, for as long as nothing was evicted."""
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates:
         return None
@@ -407,10 +482,12 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     victims = offer(preemptor, candidates)
     if not victims or not _could_fit(preemptor, node, victims):
         return None
-    # Plugins keep the candidates' order, or are put back in it.
+    # Plugins keep the candidates' order, or are put back in it; then the strategy's.
     position = {t.key: i for i, t in enumerate(candidates)}
     victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
+    victims = policy.strategy.order(victims, session.total_resource)
     budgets = session.snapshot.budgets
+    sparing = victims
     if budgets:  # kube-scheduler's rule: victims that break no budget go first
         violating, sparing = split_by_budgets(victims, budgets,
                                               allowed=budget_allowances(session))
@@ -424,6 +501,13 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
                                              lambda placed: offer(preemptor, placed))
         return whole_jobs[job.uid]
 
+    if policy.strategy.exact_cover:
+        # the cheapest set among victims that break no budget, else among all
+        for among in (sparing, victims) if len(sparing) < len(victims) else (victims,):
+            chosen = _cheapest_singles(session, preemptor, node, among, policy.gang_safe,
+                                       room)
+            if chosen is not None:
+                return chosen
     return _take_victims(session, preemptor, node, victims, policy.gang_safe, whole_job,
                          room)
 
@@ -461,10 +545,14 @@ def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPo
                         preemptor: Task, node: Node, victims: list[Task]) -> bool:
     """Evict `victims` and pipeline `preemptor` onto `node`, as one step merged into
     `statement`, if with the victims gone the preemptor's queue has room (when the policy
-    asks) and every predicate passes; else nothing of the step remains."""
+    asks) and every predicate passes; else nothing of the step remains. Each victim
+    goes on the policy's terms (strategy, grace period) and is marked elastic when its
+    job keeps at least its minMember running (`_elastic`)."""
     step = session.statement()
+    elastic = _elastic(session, preemptor, victims)
     for victim in victims:
-        step.evict(victim, policy.action, preemptor)
+        step.evict(victim, policy.action, preemptor, EvictionTerms(
+            policy.strategy.name, victim.key in elastic, policy.grace_seconds))
     if policy.queue_must_fit:
         queue = session.queues[session.jobs[preemptor.job_id].queue]
         passes = session.allocatable(queue, preemptor) is None
@@ -481,3 +569,20 @@ def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPo
         for victim in victims:
             charge(allowed, budgets, victim)
     return True
+
+
+def _elastic(session: Session, preemptor: Task, victims: list[Task]) -> set[str]:
+    """The keys of `victims` that are elastic replicas: their job has more replicas than
+    its minMember, and still runs at least minMember once all of `victims` are gone
+    (seed 000: an elastic job shrinks before any gang breaks)."""
+    jobs = session.jobs
+    going: dict[str, int] = {}
+    for victim in victims:
+        going[victim.job_id] = going.get(victim.job_id, 0) + 1
+    elastic = set()
+    for victim in victims:
+        job = jobs[victim.job_id]
+        if (victim.job_id != preemptor.job_id and job.min_available < len(job.tasks)
+                and job.ready_task_num() - going[job.uid] >= job.min_available):
+            elastic.add(victim.key)
+    return elastic

@@ -24,6 +24,7 @@ from vscheduler.framework.combine import Tiers, combine
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, Eviction, EvictionTerms, SessionResult
 from vscheduler.framework.statement import Statement
+from vscheduler.guards import EvictionCap
 from vscheduler.hookspecs import RULES, Reject
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
@@ -60,6 +61,10 @@ class Session:
         # Each PodDisruptionBudget's allowed disruptions as the session starts, counted
         # once when an eviction first asks (eviction.budget_allowances).
         self.budget_allowances: dict[str, int] | None = None
+        # What committed evictions freed for each preemptor's job (by job uid), and the
+        # per-job cap on it, built when an eviction first asks (eviction.py).
+        self.evicted_for: dict[str, Resource] = {}
+        self.eviction_cap: EvictionCap | None = None
         self.node_specs = snapshot.node_specs
         self.total_resource = Resource()
         for node in self.node_list:
@@ -234,6 +239,8 @@ class Session:
                         terms: EvictionTerms | None = None) -> None:
         by = preemptor.key if preemptor else ""
         terms = terms or EvictionTerms()
+        if preemptor is not None:
+            self.evicted_for.setdefault(preemptor.job_id, Resource()).add(task.resreq)
         job = self.jobs.get(task.job_id)
         self.result.evictions.append(Eviction(
             task.key, task.node_name, action, by, queue=job.queue if job else "",

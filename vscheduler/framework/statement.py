@@ -69,6 +69,10 @@ class Statement:
         self.operations.append(Operation(_EVICT, task, node, reason, preemptor, previous,
                                          terms))
 
+    def evictions(self) -> list[tuple[Task, Task | None]]:
+        """The evictions made so far and not yet committed: (victim, preemptor)."""
+        return [(op.task, op.preemptor) for op in self.operations if op.kind == _EVICT]
+
     def _place(self, task: Task, node: Node, status: Status, kind: str) -> str | None:
         if task.status != S.PENDING:
             task.eviction_occurred = False
