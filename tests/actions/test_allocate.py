@@ -113,3 +113,33 @@ def test_podgroup_phase_moves_inqueue_then_running():
     objects = [node("n1"), *gang("g", 2)]
     assert simulate(objects, CONF, sessions=1)["podGroups"]["default/g"]["phase"] == "Inqueue"
     assert simulate(objects, CONF, sessions=2)["podGroups"]["default/g"]["phase"] == "Running"
+
+
+# --------------------------------------------------------------------------- elastic jobs
+
+
+def _elastic(name: str, **args) -> list[dict]:
+    """An elastic job (seed 000): 4 one-GPU replicas, minMember 2, Job owners."""
+    return gang(name, 4, 2, cpu="1", owner_kind="Job", **{"nvidia.com/gpu": "1"}, **args)
+
+
+def _gpu_node(gpus: int) -> dict:
+    return node("gpu-0", cpu="64", memory="512Gi", **{"nvidia.com/gpu": str(gpus)})
+
+
+def test_an_elastic_job_is_placed_min_first_then_as_room_allows():
+    for gpus, placed in ((1, 0), (2, 2), (3, 3), (5, 4)):
+        report = simulate([_gpu_node(gpus), *_elastic("finetune")], CONF)
+        assert len(report["binds"]) == placed, gpus
+        # the job runs on what it has; the rest wait for room
+        assert len(report["pending"]) == 4 - placed
+
+
+def test_every_elastic_job_gets_its_minimum_before_any_gets_more():
+    # Two elastic jobs, 4 GPUs: two each, not four for the first and none for the
+    # other; more GPUs: the extra replicas as room allows.
+    for gpus in (4, 5, 6):
+        report = simulate([_gpu_node(gpus), *_elastic("a"), *_elastic("b")], CONF)
+        counts = [sum(key.startswith(f"default/{job}-") for key in report["binds"])
+                  for job in ("a", "b")]
+        assert sum(counts) == gpus and min(counts) == 2, (gpus, counts)
