@@ -148,6 +148,24 @@ tiers:
         assert {e["action"] for e in report["evictions"]} == {"reclaim"}
 
 
+# --------------------------------------------------------------------------- the report
+
+
+def test_each_eviction_says_its_queue_strategy_and_grace_period():
+    conf = CONF + """configurations:
+- name: preempt
+  arguments: {strategy: MinimumGPUWaste, gracePeriodSeconds: 120}
+"""
+    [entry] = simulate(ONE_NODE, conf)["evictions"]
+    assert entry == {"pod": "default/pair", "node": "gpu-0", "action": "preempt",
+                     "for": "default/urgent", "queue": "default", "elastic": False,
+                     "strategy": "MinimumGPUWaste", "gracePeriodSeconds": 120}
+    # No grace period configured: none in the report (each pod's own applies).
+    for entry in simulate(ONE_NODE, CONF)["evictions"]:
+        assert "gracePeriodSeconds" not in entry
+        assert entry["strategy"] == "LowestPriority"
+
+
 # --------------------------------------------------------------------------- the conf
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from typing import Any
 
 from kubernetes import client
 
 from tests.apiserver import FakeApiServer, wait_for
-from tests.builders import gang, node, pod
+from tests.builders import gang, node, pod, queue
 from tests.kube.conftest import CONF, start_daemon
 from vscheduler.kube.daemon import Daemon
 
@@ -376,3 +377,38 @@ def test_an_optional_kind_it_may_not_read_is_given_up_not_retried(tmp_path):
             assert len(server.requests("GET", r"x-k8s.io/v1alpha1/podgroups$")) == 1
         finally:
             stop()
+
+
+def _evicted_with(server: FakeApiServer, tmp_path, conf: str) -> tuple[Any, dict]:
+    """Run reclaim on one full node until a victim is being deleted: the DELETE request
+    the daemon sent, and the victim as the server then keeps it."""
+    server.create_all([node("n1", cpu="2"), queue("a"), queue("b"),
+                       *(pod(f"a-{i}", cpu="1", queue="a", node_name="n1")
+                         for i in range(2))])
+    _, stop = start_daemon(server, tmp_path, conf)
+    try:
+        server.create_all([pod("b-0", cpu="1", queue="b")])
+        [victim] = wait_for(lambda: [p for p in server.objects("Pod")
+                                     if p["metadata"].get("deletionTimestamp")])
+    finally:
+        stop()
+    name = victim["metadata"]["name"]
+    [request] = server.requests("DELETE", f"/pods/{name}$")
+    return request, victim
+
+
+def test_victims_are_deleted_with_the_configured_grace_period(server, tmp_path):
+    conf = RECLAIM + "configurations:\n- name: reclaim\n  arguments: {gracePeriodSeconds: 5}\n"
+    request, victim = _evicted_with(server, tmp_path, conf)
+    assert request.body["kind"] == "DeleteOptions"
+    assert request.body["gracePeriodSeconds"] == 5
+    assert "gracePeriodSeconds" not in request.query
+    assert victim["metadata"]["deletionGracePeriodSeconds"] == 5
+
+
+def test_without_one_victims_get_their_own_grace_period(server, tmp_path):
+    request, victim = _evicted_with(server, tmp_path, RECLAIM)
+    assert not (request.body or {}).get("gracePeriodSeconds")
+    assert "gracePeriodSeconds" not in request.query
+    # the pod's terminationGracePeriodSeconds, 30 when it does not say
+    assert victim["metadata"]["deletionGracePeriodSeconds"] == 30
