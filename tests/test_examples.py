@@ -141,3 +141,36 @@ def test_a_bad_now_is_a_usage_error(capsys):
         main(["simulate", str(ROOT / "examples/timeout.yaml"), "--now", "yesterday"])
     assert exit_info.value.code == 2
     assert "not an RFC 3339 time" in capsys.readouterr().err
+
+
+# Each strategy's example, with its own conf and with the default's (LowestPriority):
+# the victims each chooses (training pods, for one inference replica).
+STRATEGY_EXAMPLES = [
+    ("lowest-priority", "LowestPriority", ["eval-new", "sweep-spot"],
+     ["eval-new", "sweep-spot"]),
+    ("newest-first", "NewestFirst", ["trial-c", "trial-d"], ["sweep-spot", "trial-d"]),
+    ("minimum-victims", "MinimumVictims", ["finetune"],
+     ["sweep-1", "sweep-2", "sweep-3"]),
+    ("minimum-gpu-waste", "MinimumGPUWaste", ["finetune"], ["spot-sim"]),
+]
+
+
+@pytest.mark.parametrize(("name", "strategy", "victims", "by_default"), STRATEGY_EXAMPLES,
+                         ids=[s[0] for s in STRATEGY_EXAMPLES])
+def test_strategy_example(capsys, name, strategy, victims, by_default):
+    example = str(ROOT / f"examples/strategy-{name}.yaml")
+    report = _report(capsys, example, "--conf", str(ROOT / f"conf/strategy-{name}.conf"))
+    assert sorted(e["pod"] for e in report["evictions"]) == [
+        f"training/{victim}" for victim in victims]
+    assert {(e["action"], e["for"], e["queue"], e["strategy"])
+            for e in report["evictions"]} == {
+        ("reclaim", "inference/chat-7d9f6-xk2p9", "queue-training", strategy)}
+    assert report["pipelined"] == {"inference/chat-7d9f6-xk2p9": "gpu-node-1"}
+    default = _report(capsys, example, "--conf", str(ROOT / "conf/tidal-reclaim.conf"))
+    assert sorted(e["pod"] for e in default["evictions"]) == [
+        f"training/{victim}" for victim in by_default]
+    # The next session binds the replica on the GPUs its victims released.
+    later = _report(capsys, example, "--conf", str(ROOT / f"conf/strategy-{name}.conf"),
+                    "--sessions", "2")
+    assert later["binds"] == {"inference/chat-7d9f6-xk2p9": "gpu-node-1"}
+    assert len(later["evictions"]) == len(victims)
