@@ -176,6 +176,12 @@ class CapacityPlugin(QueueUsage, Plugin):
                 f"on every resource the task asks for ({'; '.join(over)})")
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> bool:
+        """Whether the task's queue is known here (its requests and queue are part of
+        every signature)."""
+        return self.task_figures(task) is not None
+
+    @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates, in the order given, of queues that hold more than they deserve of
         a resource the candidate uses, until each such queue is back within its deserved

@@ -298,6 +298,11 @@ class CapacityCardPlugin(Plugin):
         return service_type(declared, task.pod.owner_kind, self.owner_types)
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> str:
+        """Its service type: training reclaims from nobody."""
+        return self.service_type(task)
+
+    @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Training reclaims from nobody; others take training tasks only."""
         kind = self.service_type(reclaimer)

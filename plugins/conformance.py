@@ -23,6 +23,11 @@ class ConformancePlugin(Plugin):
     name = "conformance"
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> None:
+        """Nothing: the offers read the candidates only."""
+        return None
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         return _evictable(candidates)
 

@@ -88,6 +88,14 @@ class DrfPlugin(Plugin):
     # ---------------------------------------------------------------- victims
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> float | None:
+        """The dominant share its job would reach with it (None: a job not known here)."""
+        attr = self.jobs.get(task.job_id)
+        if attr is None:
+            return None
+        return round(self.dominant_share(attr.allocated.clone().add(task.resreq)), 12)
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates whose job, once each earlier candidate of that job is gone too,
         would still hold at least the share the preemptor's job would reach."""

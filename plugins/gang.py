@@ -74,6 +74,11 @@ class GangPlugin(Plugin):
         return victims
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> None:
+        """Nothing: the offers read the candidates' jobs only."""
+        return None
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         return self._victims(candidates)
 

@@ -32,6 +32,12 @@ class PriorityPlugin(Plugin):
         return _higher_first(left.priority, right.priority)
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> tuple[int | None, int]:
+        """Its job's priority and its own (within its job, tasks compare by theirs)."""
+        job = self.session.jobs.get(task.job_id)
+        return (job.priority if job is not None else None, task.priority)
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         jobs = self.session.jobs
         preemptor_job = jobs.get(preemptor.job_id)

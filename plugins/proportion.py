@@ -164,6 +164,11 @@ class ProportionPlugin(QueueUsage, Plugin):
     # ---------------------------------------------------------------- reclaim
 
     @hookimpl
+    def preemptor_signature(self, task: Task) -> None:
+        """Nothing: the offers read the candidates' queues only."""
+        return None
+
+    @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates of queues holding more than they deserve, taken in the order given
         until each queue is back within its deserved amount."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests import builders as b
 from tests.invariants import run_checked
 from vscheduler.conf import DEFAULT_CONF, parse_conf
+from vscheduler.framework.session import Session
 from vscheduler.simulate import Simulation
 
 CONFS = {
@@ -164,3 +166,52 @@ def test_same_input_same_decisions(objects, conf_name):
     first = json.dumps(_run(objects, conf_name, 2).report.as_dict())
     second = json.dumps(_run(objects, conf_name, 2).report.as_dict())
     assert first == second
+
+
+@st.composite
+def full_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Nodes full of low-priority gangs and single pods of two queues, and pending
+    high-priority pods in batches alike (pods of one template, or one-pod jobs of one
+    shape), so that reclaim and preempt must evict, and preemptors alike follow one
+    another."""
+    objects: list[dict[str, Any]] = [b.priority_class("high", 1000),
+                                     b.priority_class("low", 10)]
+    objects += [b.queue(name, reclaimable=True) for name in ("qa", "qb")]
+    nodes = draw(st.integers(2, 6))
+    for i in range(nodes):
+        objects.append(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "4"}))
+        left, g = 4, 0
+        while left:
+            size = draw(st.integers(1, left))
+            queue_name = draw(st.sampled_from(["qa", "qb"]))
+            gang_min = draw(st.integers(1, size))
+            group = f"run-{i}-{g}"
+            objects.append(b.podgroup(group, gang_min, queue=queue_name, phase="Running",
+                                      priority_class="low"))
+            objects += [b.pod(f"{group}-{t}", cpu="1", memory="1Gi", group=group,
+                              queue=queue_name, node_name=f"n{i}", priority_class="low",
+                              **{GPU: "1"}) for t in range(size)]
+            left -= size
+            g += 1
+    for k in range(draw(st.integers(1, 4))):
+        queue_name = draw(st.sampled_from(["qa", "qb"]))
+        gpus = draw(st.sampled_from(["1", "2"]))
+        for r in range(draw(st.integers(1, 4))):
+            objects.append(b.pod(f"want-{k}-{r}", cpu="1", memory="1Gi", queue=queue_name,
+                                 priority_class="high", **{GPU: gpus}))
+    return objects
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=full_clusters(), conf_name=st.sampled_from(["reclaim-preempt",
+                                                           "preempt-no-enqueue"]))
+def test_preemptors_alike_sharing_plans_decide_as_planning_alone(objects, conf_name):
+    """Victim plans shared between preemptors alike (eviction.PlanMemo) give the
+    decisions each preemptor planning on every node for itself gives."""
+    shared = _run(objects, conf_name, 2).report.as_dict()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Session, "preemptor_signature", lambda self, task: None)
+        alone = _run(objects, conf_name, 2).report.as_dict()
+    event(f"evictions: {min(len(shared['evictions']), 3)}")
+    assert (shared["evictions"], shared["binds"], shared["pipelined"]) == \
+        (alone["evictions"], alone["binds"], alone["pipelined"])

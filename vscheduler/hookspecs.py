@@ -89,8 +89,8 @@ class Rule(enum.Enum):
                   "answer true (none: false)")
     NOTIFY = ("every plugin is told, in conf order; the last non-empty answer (an "
               "allocation refused) is the session's answer")
-    SIGNATURE = ("the answers of the plugins that judge nodes (`predicate`, `node_order`) "
-                 "are collected, in conf order")
+    SIGNATURE = ("the answers of the plugins that judge (nodes: `predicate`, `node_order`; "
+                 "victims: `preemptable`, `reclaimable`) are collected, in conf order")
 
 
 # hook name -> its rule, filled in by `_spec` below, hook by hook.
@@ -315,6 +315,17 @@ def preemptable(preemptor: Task, candidates: list[Task]) -> list[Task] | None:
 @_spec(Rule.VICTIMS)
 def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
     """Which of `candidates` (other queues) `reclaimer` may evict; None to abstain."""
+
+
+@_spec(Rule.SIGNATURE)
+def preemptor_signature(task: Task) -> Hashable:
+    """What this plugin's `preemptable` and `reclaimable` answers for preemptor `task`
+    depend on, besides the candidates and the task's queue, requests and placement
+    constraints (None: nothing else): its job's priority or share, say. Preemptors that
+    agree on all of it share victim plans, node by node, until the node changes (a
+    plan is made again before it is carried out): the pending pods of a ReplicaSet, or
+    many one-pod jobs of one shape, plan once instead of once each. A plugin with a
+    victim hook but no `preemptor_signature` turns the sharing off (correct, slower)."""
 
 
 # --------------------------------------------------------------------------- events

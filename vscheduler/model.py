@@ -511,6 +511,7 @@ class Node:
         "memo",
         "name",
         "pipelined",
+        "position",
         "releasing",
         "taints",
         "tasks",
@@ -522,7 +523,7 @@ class Node:
     COPIED: ClassVar[dict[str, _Copy]] = {
         "idle": Resource.clone, "pipelined": Resource.clone, "releasing": Resource.clone,
         "tasks": dict, "used": Resource.clone}
-    REBUILT = ("changes", "dirty")
+    REBUILT = ("changes", "dirty", "position")
 
     def __init__(
         self,
@@ -550,6 +551,8 @@ class Node:
         self.changes: list[str] | None = None
         # Changed since it was copied (or, in the cache, since the last snapshot).
         self.dirty = True
+        # Where it stands in its session's node list (set by the session).
+        self.position = 0
         # What plugins derived from the node's labels and allocatable, which never
         # change for a Node object (the cache makes a new one): shared by its copies.
         self.memo: dict[str, Any] = {}
@@ -625,6 +628,8 @@ class Node:
         if entry is not None and _charged_alike(entry[1], task.status):
             self.tasks[task.key] = (task, task.status)
             self.dirty = True
+            if self.changes is not None:  # (who may be a victim depends on the status)
+                self.changes.append(self.name)
             return
         self.remove_task(task)
         self.add_task(task)
@@ -636,6 +641,7 @@ class Node:
         node = _copy_node(self)
         node.changes = None
         node.dirty = False
+        node.position = 0
         return node
 
     def __repr__(self) -> str:

@@ -163,6 +163,9 @@ HOOKS: dict[str, Hook] = {
         st.integers(0, 3), lambda s: s.task_signature(task(s)),
         lambda answer, bare, n: (bare.task_signature(task(bare)), *answer) if n
         else bare.task_signature(task(bare))),
+    "preemptor_signature": Hook(
+        st.integers(0, 3), lambda s: s.preemptor_signature(task(s)),
+        lambda answer, bare, n: (*bare.preemptor_signature(task(bare)), *answer)),
     "batch_node_order": Hook(
         st.dictionaries(st.sampled_from(["n1", "n2"]), SCORES),
         lambda s: s.batch_node_order(task(s), s.node_list)),
@@ -203,7 +206,8 @@ def test_every_hookspec_names_a_rule_the_session_has_a_combinator_for() -> None:
 
 def plugin_class(index: int, hook: str, answer: Any, asked: list[tuple[int, Any]]) -> type:
     """Plugin `p<index>` answering `hook` with `answer`, logging (index, first argument)
-    when asked. Plugins that judge nodes for `task_signature` also have a predicate."""
+    when asked. Plugins that judge nodes for `task_signature` also have a predicate;
+    those for `preemptor_signature` offer victims too."""
     def answer_hook(self: Any, *args: Any) -> Any:
         asked.append((index, args[0] if args else None))
         if hook in ("preemptable", "reclaimable") and answer is not None:
@@ -217,6 +221,8 @@ def plugin_class(index: int, hook: str, answer: Any, asked: list[tuple[int, Any]
     attrs[hook] = hookimpl(answer_hook)
     if hook == "task_signature":
         attrs["predicate"] = hookimpl(lambda self, task, node: None)
+    if hook == "preemptor_signature":  # (it signs for the plugin's own offers)
+        attrs["preemptable"] = hookimpl(lambda self, task, candidates: None)
     return type(f"P{index}", (), attrs)
 
 

@@ -28,13 +28,18 @@ makes the preemptor fit with the least waste goes first.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any, Literal
 
-from vscheduler.framework.placement import best_first, eviction_candidates
+from vscheduler.framework.placement import (
+    best_first,
+    eviction_candidates,
+    unresolvable_nodes,
+)
 from vscheduler.framework.results import EvictionTerms
 from vscheduler.framework.strategies import (
     DEFAULT,
@@ -166,39 +171,84 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     by default the one wasting least, GPUs first, then the other resources) is carried
     out if it keeps the job within its cap; ties keep the node order (best scored first
     with `best_node_first`). Planning on every node of a large cluster for every pod
-    that must evict cost a minute a session at 5,000 nodes."""
+    that must evict cost a minute a session at 5,000 nodes.
+
+    Plans are remembered per node for preemptors alike (`PlanMemo`) until the node
+    changes, so the next pod of a ReplicaSet or a gang plans again only where an
+    eviction or a placement happened since. Plugins' verdicts may still have changed
+    elsewhere: a remembered plan is made again before it is carried out, and if it is
+    no longer as good, it goes back in line with what it is now."""
     req = preemptor.resreq
+    memo = _plan_memo(session).plans_for(policy, _signature(session, preemptor))
+    skip = unresolvable_nodes(session, preemptor)
+    # Nodes where a preemptor alike found neither room nor a plan, unchanged since, are
+    # not looked at again, nor for room those a preemptor alike found none on: that is
+    # what keeps a full cluster's session from growing with its nodes for every pod.
+    settled = {name for name, plan in memo.by_node.items() if plan is None}
     nodes: Iterable[Node]
-    if policy.best_node_first:  # scores are judged among all candidates
-        nodes = best_first(session, preemptor, list(eviction_candidates(session, preemptor)))
-        waiting: Iterable[Node] = [n for n in nodes if n.insufficient_future(req) is None]
+    if policy.best_node_first:  # scores are judged among the candidates worth a look
+        worth = [n for n in session.node_list if n.name not in settled]
+        candidates = list(eviction_candidates(session, preemptor, worth))
+        if len(candidates) < len(worth):
+            chosen = {n.name for n in candidates}
+            memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
+        nodes = best_first(session, preemptor, candidates)
+        waiting: Iterable[Node] = [n for n in nodes if n.insufficient_future(req) is None
+                                   and memo.maybe_roomy(n)]
     else:  # in node order, lazily, the cheap test before the predicates
         waiting = eviction_candidates(session, preemptor, (
-            n for n in session.node_list if n.insufficient_future(req) is None))
-        nodes = eviction_candidates(session, preemptor)
+            n for n in memo.roomy_in_order(session.node_list)
+            if n.insufficient_future(req) is None and n.name not in settled))
+        nodes = (n for n in session.node_list if n.name not in skip and n.name not in settled)
     # With no eviction the queue's room is the same on every node: asked once.
     queue_full = policy.queue_must_fit and session.allocatable(
         session.queues[session.jobs[preemptor.job_id].queue], preemptor) is not None
-    for node in () if queue_full else waiting:
-        if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
-            return True
+    if not queue_full:
+        for node in waiting:
+            if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
+                return True
+        memo.found_no_room()
     eligible = _eligible(session, policy, preemptor)
     # Whether each victim job may go whole: the same on every node until a plan is
     # carried out, so asked once per job here (plugins approving whole gangs dominated
     # the cost of planning node after node).
     whole_jobs: dict[str, list[Task] | None] = {}
-    plans: list[tuple[tuple[float, float, float], int, Node, list[Task]]] = []
-    enough = session.node_sampling.nodes_to_find(len(session.node_list))
+    predicate = session.predicate
     strategy, total = policy.strategy, session.total_resource
-    for index, node in enumerate(nodes):
+
+    def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims = _plan_on_node(session, policy, preemptor, node, eligible, whole_jobs)
-        if victims:
-            plans.append((strategy.plan_key(victims, total), index, node, victims))
+        plan = (strategy.plan_key(victims, total), victims) if victims else None
+        memo.by_node[node.name] = plan
+        return plan
+
+    plans: list[tuple[Key, int, Node, list[Task], bool]] = []
+    enough = session.node_sampling.nodes_to_find(len(session.node_list))
+    for index, node in enumerate(nodes):
+        if node.name in memo.by_node:
+            plan, fresh = memo.by_node[node.name], False
+        else:
+            if not policy.best_node_first:  # (best-first nodes are candidates already)
+                unfit = predicate(preemptor, node)
+                if unfit is not None and not unfit.resolvable:
+                    memo.by_node[node.name] = None
+                    continue
+            plan, fresh = planned(node), True
+        if plan is not None:
+            plans.append((plan[0], index, node, plan[1], fresh))
             if len(plans) >= enough:
                 break
-    plans.sort(key=lambda entry: entry[:2])
+    heapq.heapify(plans)
     capped = False
-    for _, _, node, victims in plans:
+    while plans:
+        key, index, node, victims, fresh = heapq.heappop(plans)
+        if not fresh:  # remembered: made again, and back in line if it is worse now
+            again = planned(node)
+            if again is None:
+                continue
+            if again[0] != key or again[1] != victims:
+                heapq.heappush(plans, (again[0], index, node, again[1], True))
+                continue
         if not _within_cap(session, statement, policy, preemptor, victims):
             capped = True
         elif _evict_and_pipeline(session, statement, policy, preemptor, node, victims):
@@ -208,6 +258,74 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
             f"{policy.action}: evicting more for its job would pass maxEvictionRatio "
             f"{policy.max_eviction_ratio:g} times what the job asks"))
     return False
+
+
+Key = tuple[float, float, float]
+
+
+class Plans:
+    """What preemptors alike learnt of the nodes in a session: each node's plan (its
+    rank and victims; None: no plan there) and which nodes may have room without any
+    eviction (`roomy`, by position in the node list; None: any may), each forgotten for
+    a node that changes."""
+
+    __slots__ = ("by_node", "roomy")
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, tuple[Key, list[Task]] | None] = {}
+        self.roomy: set[int] | None = None
+
+    def maybe_roomy(self, node: Node) -> bool:
+        """Whether `node` may have room without an eviction."""
+        return self.roomy is None or node.position in self.roomy
+
+    def roomy_in_order(self, node_list: list[Node]) -> Iterable[Node]:
+        """The nodes of `node_list` (all of the session's, in order) that may have room
+        without an eviction: only those that changed since none had, not all."""
+        roomy = self.roomy
+        return node_list if roomy is None else [node_list[i] for i in sorted(roomy)]
+
+    def found_no_room(self) -> None:
+        """No node had room for the preemptor without evictions: none has, until one
+        changes."""
+        self.roomy = set()
+
+
+class PlanMemo:
+    """Plans per policy and preemptor signature (`Plans`), kept until their node
+    changes: the session's log of changed nodes (`Session.node_changes`) says which."""
+
+    __slots__ = ("plans", "position", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.plans: dict[tuple[Any, ...], Plans] = {}
+        self.position = 0
+
+    def plans_for(self, policy: VictimPolicy, signature: tuple[Any, ...]) -> Plans:
+        changes = self.session.node_changes
+        if self.position < len(changes):
+            changed = [self.session.nodes[name] for name in set(changes[self.position:])]
+            self.position = len(changes)
+            for plans in self.plans.values():
+                for node in changed:
+                    plans.by_node.pop(node.name, None)
+                    if plans.roomy is not None:
+                        plans.roomy.add(node.position)
+        return self.plans.setdefault((policy, *signature), Plans())
+
+
+def _plan_memo(session: Session) -> PlanMemo:
+    if session.plan_memo is None:
+        session.plan_memo = PlanMemo(session)
+    return session.plan_memo
+
+
+def _signature(session: Session, preemptor: Task) -> tuple[Any, ...]:
+    """Which preemptors share plans (`Session.preemptor_signature`); unknown, the
+    preemptor's plans are its own."""
+    shared = session.preemptor_signature(preemptor)
+    return (preemptor.uid,) if shared is None else shared
 
 
 def _within_cap(session: Session, statement: Statement, policy: VictimPolicy,
@@ -473,8 +591,8 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     as `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
     uid, for as long as nothing was evicted."""
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
-    if not candidates:
-        return None
+    if not candidates or not _could_fit(preemptor, node, candidates):
+        return None  # (evicting every candidate would not do: plugins need not be asked)
     offer = session.reclaimable if policy.offered_by == "reclaimable" \
         else session.preemptable
     # Plugins see candidates in eviction order: their running sums depend on it.

@@ -9,7 +9,7 @@ worth evicting on (`eviction_candidates`) and what a node scores for a task
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from vscheduler.fit import NodeFitErrors, Unfit
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OFF", "NodeSampling", "SamplingWindow", "best_first", "eviction_candidates",
            "insufficient", "insufficient_reason", "node_scores", "placeable_tasks",
-           "predicate_nodes", "select_best_node"]
+           "predicate_nodes", "select_best_node", "unresolvable_nodes"]
 
 
 def placeable_tasks(job: Job) -> list[Task]:
@@ -176,6 +176,12 @@ def best_first(session: Session, task: Task, nodes: list[Node]) -> list[Node]:
     return [nodes[i] for i in sorted(range(len(nodes)), key=lambda i: -scores[i])]
 
 
+def unresolvable_nodes(session: Session, task: Task) -> Container[str]:
+    """The nodes `task`'s last search found it could never fit, evictions or not."""
+    errors = session.jobs[task.job_id].fit_errors.get(task.uid)
+    return errors.unresolvable_nodes() if errors is not None else ()
+
+
 def eviction_candidates(session: Session, task: Task,
                         among: Iterable[Node] | None = None) -> Iterator[Node]:
     """The nodes where evicting could make room for `task`, in node order: those that
@@ -183,8 +189,7 @@ def eviction_candidates(session: Session, task: Task,
     those its last search found unresolvable. `among` narrows the nodes looked at (by a
     cheaper test first: predicates are the costly part). Lazy: a caller that has found
     enough stops asking."""
-    errors = session.jobs[task.job_id].fit_errors.get(task.uid)
-    skip = errors.unresolvable_nodes() if errors is not None else ()
+    skip = unresolvable_nodes(session, task)
     predicate = session.predicate
     for node in session.node_list if among is None else among:
         if node.name in skip:

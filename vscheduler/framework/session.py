@@ -32,6 +32,7 @@ from vscheduler.resources import Resource
 __all__ = ["Session"]
 
 S = TaskStatus
+_PLACED = S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED | S.PIPELINED
 _SESSION_COUNTER = itertools.count(1)
 
 
@@ -53,8 +54,9 @@ class Session:
         self.node_list: list[Node] = list(snapshot.nodes.values())
         # Names of nodes whose tasks changed, in order (see framework.search).
         self.node_changes: list[str] = []
-        for node in self.node_list:
+        for position, node in enumerate(self.node_list):
             node.changes = self.node_changes
+            node.position = position
         self.queues: dict[str, Queue] = snapshot.queues
         self.priority_classes = snapshot.priority_classes
         self.snapshot = snapshot
@@ -65,6 +67,8 @@ class Session:
         # per-job cap on it, built when an eviction first asks (eviction.py).
         self.evicted_for: dict[str, Resource] = {}
         self.eviction_cap: EvictionCap | None = None
+        # Victim plans per node, kept until the node changes (eviction.PlanMemo).
+        self.plan_memo: Any = None
         self.node_specs = snapshot.node_specs
         self.total_resource = Resource()
         for node in self.node_list:
@@ -146,6 +150,13 @@ class Session:
                 [fn for fn in tier if fn.__self__ in judges]
                 for tier in tiers.get("task_signature", [])])
         self._base_signatures: dict[str, tuple] = {}
+        # Victim plans may be shared by preemptors alike only if every plugin that offers
+        # victims says what its offers depend on (hookspecs.preemptor_signature).
+        offerers = {fn.__self__ for fn in (*flat("preemptable"), *flat("reclaimable"))}
+        self.shares_plans = offerers <= {fn.__self__ for fn in flat("preemptor_signature")}
+        self._preemptor_signature = combine("preemptor_signature", [
+            [fn for fn in tier if fn.__self__ in offerers]
+            for tier in tiers.get("preemptor_signature", [])])
         self.has_batch_node_order = bool(flat("batch_node_order"))
         self.has_node_order = bool(flat("node_order")) or self.has_batch_node_order
 
@@ -199,6 +210,20 @@ class Session:
         return self.queue_compare(left, right) > 0
 
     # ================================================================ placement
+
+    def preemptor_signature(self, task: Task) -> tuple | None:
+        """What victim plans for preemptor `task` depend on besides the node, or None if
+        that is not known (then its plans are its own): what its predicates depend on
+        (`task_signature`), its queue, whether it is best-effort, its job when the job
+        has tasks placed (they are never its victims, or the only ones within its job),
+        and what the plugins that offer victims say."""
+        placement = self.task_signature(task)
+        if placement is None or not self.shares_plans:
+            return None
+        job = self.jobs[task.job_id]
+        own = job.uid if job.count(_PLACED) else ""
+        return (placement, own, job.queue, task.best_effort,
+                *self._preemptor_signature(task))
 
     def task_signature(self, task: Task) -> tuple | None:
         """What the answers of `predicate` and `node_order` for `task` depend on, or None
