@@ -27,8 +27,9 @@ def render_text(report: dict[str, Any]) -> str:
     if report["evictions"]:
         out.append("")
         out.append("Evicted:")
-        out.extend(_table(["POD", "NODE", "ACTION", "FOR"], [
-            [e["pod"], e["node"], e["action"], e["for"]] for e in report["evictions"]]))
+        out.extend(_table(["POD", "NODE", "ACTION", "STRATEGY", "FOR"], [
+            [e["pod"] + (" (elastic)" if e.get("elastic") else ""), e["node"], e["action"],
+             e.get("strategy") or "-", e["for"]] for e in report["evictions"]]))
     if report["pipelined"]:
         out.append("")
         out.append("Waiting for resources being released (pipelined):")
