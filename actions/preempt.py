@@ -34,6 +34,8 @@ from vscheduler.framework.session import Session
 from vscheduler.model import PREEMPTABLE_STATUSES, Job, Queue
 from vscheduler.plugin import Action
 
+UNPLACED = "preempt: no node where evicting lower-priority pods of its queue makes room"
+
 
 class Preempt(Action):
     name = "preempt"
@@ -48,8 +50,8 @@ class Preempt(Action):
             **policy_arguments(self.args),
             best_effort_spares_requests=True, queue_must_fit=True,
             until_queue_has_room=self.args.get("evictUntilQueueHasRoom", True),
-            best_node_first=True)
-        within_job = replace(between_jobs, scope=Scope.OWN_JOB)
+            best_node_first=True, unplaced=UNPLACED)
+        within_job = replace(between_jobs, scope=Scope.OWN_JOB, unplaced="")
         starving: dict[str, PriorityQueue[Job]] = {}
         under_request: dict[str, list[Job]] = {}
         for job in session.jobs.values():
@@ -75,10 +77,10 @@ class Preempt(Action):
         tasks = PriorityQueue(session.task_less, placeable_tasks(job))
         while tasks and session.job_starving(job):
             task = tasks.pop()
-            if (never_preempts(task) or session.pre_predicate(task) is not None
-                    or not evict_for(session, statement, policy, task)):
-                session.explain_task(task, "preempt: no node where evicting lower-priority "
-                                           "pods of its queue makes room")
+            if never_preempts(task) or session.pre_predicate(task) is not None:
+                session.explain_task(task, UNPLACED)
+            else:
+                evict_for(session, statement, policy, task)  # (it says why if it fails)
         if session.job_pipelined(job):
             statement.commit()
         else:

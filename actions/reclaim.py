@@ -28,6 +28,8 @@ from vscheduler.framework.session import Session
 from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.plugin import Action
 
+UNPLACED = "reclaim: no node where evicting reclaimable pods of other queues makes room"
+
 
 class Reclaim(Action):
     name = "reclaim"
@@ -37,7 +39,7 @@ class Reclaim(Action):
         # Running preemptable pods of other, reclaimable queues, as plugins offer them;
         # nodes in node order; the reclaimer must pass every predicate once they are gone.
         policy = VictimPolicy("reclaim", TaskStatus.RUNNING, Scope.OTHER_QUEUES,
-                              offered_by="reclaimable",
+                              offered_by="reclaimable", unplaced=UNPLACED,
                               **policy_arguments(self.args))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         starving: dict[str, PriorityQueue[Job]] = {}
@@ -77,9 +79,7 @@ class Reclaim(Action):
                 continue
             if session.pre_predicate(task) is not None:
                 continue
-            if not evict_for(session, statement, policy, task):
-                session.explain_task(task, "reclaim: no node where evicting reclaimable "
-                                           "pods of other queues makes room")
+            evict_for(session, statement, policy, task)  # (it says why if it fails)
         if session.job_pipelined(job):
             statement.commit()
         else:

@@ -130,7 +130,9 @@ class VictimPolicy:
     no victim, unless its queue or PodGroup says another figure (`guards.py`).
     `strategy` orders a node's victims and ranks the plans (`strategies.py`);
     `max_eviction_ratio` caps what is evicted for one job (`guards.EvictionCap`);
-    `grace_seconds` is the victims' grace period (None: each pod's own)."""
+    `grace_seconds` is the victims' grace period (None: each pod's own). `unplaced` is
+    what a preemptor for whom no node works is told, unless the cap stopped it (then
+    the cap is named); empty, nothing."""
 
     action: str
     statuses: TaskStatus
@@ -145,6 +147,7 @@ class VictimPolicy:
     strategy: Strategy = field(default=DEFAULT)
     max_eviction_ratio: float = 2.0
     grace_seconds: int | None = None
+    unplaced: str = ""
 
     def __post_init__(self) -> None:
         if self.offered_by not in ("reclaimable", "preemptable"):
@@ -257,6 +260,8 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
         session.explain_task(preemptor, (
             f"{policy.action}: evicting more for its job would pass maxEvictionRatio "
             f"{policy.max_eviction_ratio:g} times what the job asks"))
+    elif policy.unplaced:
+        session.explain_task(preemptor, policy.unplaced)
     return False
 
 
