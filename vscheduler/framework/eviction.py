@@ -211,6 +211,13 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
             if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
                 return True
         memo.found_no_room()
+    if policy.scope is Scope.OWN_JOB and not queue_full:
+        # Victims only where the job has tasks; elsewhere, no room and no plan.
+        hosts = {t.node_name for t in session.jobs[preemptor.job_id].tasks_in(
+            policy.statuses)}
+        memo.by_node.update((n.name, None) for n in session.node_list
+                            if n.name not in hosts)
+        nodes = [n for n in nodes if n.name in hosts]
     eligible = _eligible(session, policy, preemptor)
     # Whether each victim job may go whole: the same on every node until a plan is
     # carried out, so asked once per job here (plugins approving whole gangs dominated
@@ -385,23 +392,24 @@ def _eligible(session: Session, policy: VictimPolicy,
             return False
         if spare_requests and not victim.best_effort:
             return False
-        if scope is Scope.OWN_JOB and victim.job_id != own_job:
-            return False
         job = jobs.get(victim.job_id)
         if job is None or job.spec.protected:
             return False
+        # Whose tasks first (the cheap test), then how long it has run.
         queue = queues.get(job.queue)
+        if scope is Scope.OWN_JOB:
+            if victim.job_id != own_job:
+                return False
+        elif scope is Scope.OWN_QUEUE:
+            if job.queue != own_queue or victim.job_id == own_job:
+                return False
+        elif job.queue == own_queue or queue is None or not queue.reclaimable:
+            return False
         pod = victim.pod
         # (no status.startTime: it cannot have run longer than since its creation)
         start = pod.start_time if pod.start_time is not None else (pod.creation or None)
-        if too_young(start, now, min_runtime_of(
-                argument, queue.min_runtime if queue else None, job.spec.min_runtime)):
-            return False
-        if scope is Scope.OWN_JOB:
-            return True
-        if scope is Scope.OWN_QUEUE:
-            return job.queue == own_queue and victim.job_id != own_job
-        return job.queue != own_queue and queue is not None and queue.reclaimable
+        return not too_young(start, now, min_runtime_of(
+            argument, queue.min_runtime if queue else None, job.spec.min_runtime))
 
     return eligible
 
@@ -410,6 +418,8 @@ def victim_order(session: Session, victims: list[Task], preemptor: Task) -> list
     """Victims in eviction order (Volcano's): within a job, the task it would place last
     goes first; within a queue, the job it would schedule last; across queues, the
     queue the victim queue order puts first."""
+    if len(victims) < 2:
+        return list(victims)
     jobs, queues = session.jobs, session.queues
     preemptor_queue = queues[jobs[preemptor.job_id].queue]
 
