@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests import builders as b
 from tests.invariants import run_checked
 from vscheduler.conf import DEFAULT_CONF, parse_conf
-from vscheduler.framework.session import Session
+from vscheduler.framework.eviction import PlanMemo, Plans
 from vscheduler.simulate import Simulation
 
 CONFS = {
@@ -170,29 +170,33 @@ def test_same_input_same_decisions(objects, conf_name):
 
 @st.composite
 def full_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Nodes full of low-priority gangs and single pods of two queues, and pending
+    """Nodes full of low-priority gangs and single pods of two queues (gangs may span
+    nodes; a queue may be at its capability; a node may be free), and pending
     high-priority pods in batches alike (pods of one template, or one-pod jobs of one
     shape), so that reclaim and preempt must evict, and preemptors alike follow one
     another."""
     objects: list[dict[str, Any]] = [b.priority_class("high", 1000),
                                      b.priority_class("low", 10)]
-    objects += [b.queue(name, reclaimable=True) for name in ("qa", "qb")]
+    capability = draw(st.sampled_from([None, "6", "10"]))
+    objects.append(b.queue("qa", reclaimable=True,
+                           capability={"cpu": capability} if capability else None))
+    objects.append(b.queue("qb", reclaimable=True))
     nodes = draw(st.integers(2, 6))
-    for i in range(nodes):
-        objects.append(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "4"}))
-        left, g = 4, 0
-        while left:
-            size = draw(st.integers(1, left))
-            queue_name = draw(st.sampled_from(["qa", "qb"]))
-            gang_min = draw(st.integers(1, size))
-            group = f"run-{i}-{g}"
-            objects.append(b.podgroup(group, gang_min, queue=queue_name, phase="Running",
-                                      priority_class="low"))
-            objects += [b.pod(f"{group}-{t}", cpu="1", memory="1Gi", group=group,
-                              queue=queue_name, node_name=f"n{i}", priority_class="low",
-                              **{GPU: "1"}) for t in range(size)]
-            left -= size
-            g += 1
+    objects += [b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "4"}) for i in range(nodes)]
+    if draw(st.booleans()):
+        objects.append(b.node("free", cpu="8", memory="32Gi", **{GPU: "1"}))
+    slots = [f"n{i}" for i in range(nodes) for _ in range(4)]  # one GPU each, in order
+    g = 0
+    while slots:
+        size = draw(st.integers(1, min(4, len(slots))))
+        queue_name = draw(st.sampled_from(["qa", "qb"]))
+        group = f"run-{g}"
+        objects.append(b.podgroup(group, draw(st.integers(1, size)), queue=queue_name,
+                                  phase="Running", priority_class="low"))
+        objects += [b.pod(f"{group}-{t}", cpu="1", memory="1Gi", group=group,
+                          queue=queue_name, node_name=slots.pop(0), priority_class="low",
+                          **{GPU: "1"}) for t in range(size)]
+        g += 1
     for k in range(draw(st.integers(1, 4))):
         queue_name = draw(st.sampled_from(["qa", "qb"]))
         gpus = draw(st.sampled_from(["1", "2"]))
@@ -209,8 +213,8 @@ def test_preemptors_alike_sharing_plans_decide_as_planning_alone(objects, conf_n
     """Victim plans shared between preemptors alike (eviction.PlanMemo) give the
     decisions each preemptor planning on every node for itself gives."""
     shared = _run(objects, conf_name, 2).report.as_dict()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Session, "preemptor_signature", lambda self, task: None)
+    with pytest.MonkeyPatch.context() as patch:  # nothing remembered, nothing shared
+        patch.setattr(PlanMemo, "plans_for", lambda self, policy, signature: Plans())
         alone = _run(objects, conf_name, 2).report.as_dict()
     event(f"evictions: {min(len(shared['evictions']), 3)}")
     assert (shared["evictions"], shared["binds"], shared["pipelined"]) == \

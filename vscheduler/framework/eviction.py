@@ -29,7 +29,7 @@ makes the preemptor fit with the least waste goes first.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cmp_to_key
@@ -181,84 +181,14 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     eviction or a placement happened since. Plugins' verdicts may still have changed
     elsewhere: a remembered plan is made again before it is carried out, and if it is
     no longer as good, it goes back in line with what it is now."""
-    req = preemptor.resreq
-    memo = _plan_memo(session).plans_for(policy, _signature(session, preemptor))
-    skip = unresolvable_nodes(session, preemptor)
-    # Nodes where a preemptor alike found neither room nor a plan, unchanged since, are
-    # not looked at again, nor for room those a preemptor alike found none on: that is
-    # what keeps a full cluster's session from growing with its nodes for every pod.
-    settled = {name for name, plan in memo.by_node.items() if plan is None}
-    nodes: Iterable[Node]
-    if policy.best_node_first:  # scores are judged among the candidates worth a look
-        worth = [n for n in session.node_list if n.name not in settled]
-        candidates = list(eviction_candidates(session, preemptor, worth))
-        if len(candidates) < len(worth):
-            chosen = {n.name for n in candidates}
-            memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
-        nodes = best_first(session, preemptor, candidates)
-        waiting: Iterable[Node] = [n for n in nodes if n.insufficient_future(req) is None
-                                   and memo.maybe_roomy(n)]
-    else:  # in node order, lazily, the cheap test before the predicates
-        waiting = eviction_candidates(session, preemptor, (
-            n for n in memo.roomy_in_order(session.node_list)
-            if n.insufficient_future(req) is None and n.name not in settled))
-        nodes = (n for n in session.node_list if n.name not in skip and n.name not in settled)
+    memo = _plans_for(session, policy, preemptor)
     # With no eviction the queue's room is the same on every node: asked once.
     queue_full = policy.queue_must_fit and session.allocatable(
         session.queues[session.jobs[preemptor.job_id].queue], preemptor) is not None
-    if not queue_full:
-        for node in waiting:
-            if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
-                return True
-        memo.found_no_room()
-    if policy.scope is Scope.OWN_JOB and not queue_full:
-        # Victims only where the job has tasks; elsewhere, no room and no plan.
-        hosts = {t.node_name for t in session.jobs[preemptor.job_id].tasks_in(
-            policy.statuses)}
-        memo.by_node.update((n.name, None) for n in session.node_list
-                            if n.name not in hosts)
-        nodes = [n for n in nodes if n.name in hosts]
-    eligible = _eligible(session, policy, preemptor)
-    # Whether each victim job may go whole: the same on every node until a plan is
-    # carried out, so asked once per job here (plugins approving whole gangs dominated
-    # the cost of planning node after node).
-    whole_jobs: dict[str, list[Task] | None] = {}
-    predicate = session.predicate
-    strategy, total = policy.strategy, session.total_resource
-
-    def planned(node: Node) -> tuple[Key, list[Task]] | None:
-        victims = _plan_on_node(session, policy, preemptor, node, eligible, whole_jobs)
-        plan = (strategy.plan_key(victims, total), victims) if victims else None
-        memo.by_node[node.name] = plan
-        return plan
-
-    plans: list[tuple[Key, int, Node, list[Task], bool]] = []
-    enough = session.node_sampling.nodes_to_find(len(session.node_list))
-    for index, node in enumerate(nodes):
-        if node.name in memo.by_node:
-            plan, fresh = memo.by_node[node.name], False
-        else:
-            if not policy.best_node_first:  # (best-first nodes are candidates already)
-                unfit = predicate(preemptor, node)
-                if unfit is not None and not unfit.resolvable:
-                    memo.by_node[node.name] = None
-                    continue
-            plan, fresh = planned(node), True
-        if plan is not None:
-            plans.append((plan[0], index, node, plan[1], fresh))
-            if len(plans) >= enough:
-                break
-    heapq.heapify(plans)
-    capped = False
-    while plans:
-        key, index, node, victims, fresh = heapq.heappop(plans)
-        if not fresh:  # remembered: made again, and back in line if it is worse now
-            again = planned(node)
-            if again is None:
-                continue
-            if again[0] != key or again[1] != victims:
-                heapq.heappush(plans, (again[0], index, node, again[1], True))
-                continue
+    if not queue_full and _take_room(session, statement, policy, preemptor, memo):
+        return True
+    found, capped = _plans_in_line(session, policy, preemptor, memo), False
+    for node, victims in found:
         if not _within_cap(session, statement, policy, preemptor, victims):
             capped = True
         elif _evict_and_pipeline(session, statement, policy, preemptor, node, victims):
@@ -270,6 +200,105 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     elif policy.unplaced:
         session.explain_task(preemptor, policy.unplaced)
     return False
+
+
+def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
+               preemptor: Task, memo: Plans) -> bool:
+    """Pipeline `preemptor` onto a node whose future idle fits it, with no eviction
+    (best scored first, or in node order); else remember that no node had such room."""
+    req = preemptor.resreq
+    pool = (n for n in memo.roomy_in_order(session.node_list)
+            if n.insufficient_future(req) is None)
+    nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool)
+    if policy.best_node_first:
+        nodes = best_first(session, preemptor, list(nodes))
+    for node in nodes:
+        if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
+            return True
+    memo.found_no_room()
+    return False
+
+
+def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
+                   memo: Plans) -> Iterator[tuple[Node, list[Task]]]:
+    """The plans for `preemptor`, best first (`Strategy.plan_key`, then the node order),
+    made on candidate nodes until node sampling has enough, lazily. A remembered plan
+    is made again before it is handed out, and goes back in line if it is worse now;
+    one that no longer holds gives its place to the next node's."""
+    strategy, total = policy.strategy, session.total_resource
+    eligible = _eligible(session, policy, preemptor)
+    # Whether each victim job may go whole: the same on every node until a plan is
+    # carried out, so asked once per job here (plugins approving whole gangs dominated
+    # the cost of planning node after node).
+    whole_jobs: dict[str, list[Task] | None] = {}
+
+    def planned(node: Node) -> tuple[Key, list[Task]] | None:
+        victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
+                                            whole_jobs)
+        plan = (strategy.plan_key(victims, total), victims) if victims else None
+        if node_alone:
+            memo.by_node[node.name] = plan
+        else:  # the queue's room was asked: the answer may change with no change here
+            memo.by_node.pop(node.name, None)
+        return plan
+
+    scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo)))
+    heap: list[tuple[Key, int, Node, list[Task], bool]] = []
+    predicate = session.predicate
+
+    def collect(wanted: int) -> None:
+        for index, node in scan:
+            if node.name in memo.by_node:
+                plan, fresh = memo.by_node[node.name], False
+            else:
+                if not policy.best_node_first:  # (best-first nodes are candidates)
+                    unfit = predicate(preemptor, node)
+                    if unfit is not None and not unfit.resolvable:
+                        memo.by_node[node.name] = None
+                        continue
+                plan, fresh = planned(node), True
+            if plan is not None:
+                heapq.heappush(heap, (plan[0], index, node, plan[1], fresh))
+                wanted -= 1
+                if wanted <= 0:
+                    return
+
+    collect(session.node_sampling.nodes_to_find(len(session.node_list)))
+    while heap:
+        key, index, node, victims, fresh = heapq.heappop(heap)
+        if not fresh:  # remembered: made again, and back in line if it is worse now
+            again = planned(node)
+            if again is None:
+                collect(1)
+            elif again[0] != key or again[1] != victims:
+                heapq.heappush(heap, (again[0], index, node, again[1], True))
+            else:
+                yield node, victims
+            continue
+        yield node, victims
+
+
+def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
+                    memo: Plans) -> Iterable[Node]:
+    """The nodes to plan on, best scored first or in node order, less those where a
+    preemptor alike found no plan and that have not changed since; within a job, only
+    the nodes holding its tasks."""
+    settled = {name for name, plan in memo.by_node.items() if plan is None}
+    if policy.scope is Scope.OWN_JOB:  # no victim where the job has no task
+        hosts = {t.node_name for t in session.jobs[preemptor.job_id].tasks_in(
+            policy.statuses)}
+        memo.by_node.update((n.name, None) for n in session.node_list
+                            if n.name not in hosts and n.name not in settled)
+        settled.update(n.name for n in session.node_list if n.name not in hosts)
+    if policy.best_node_first:  # scores are judged among the candidates worth a look
+        worth = [n for n in session.node_list if n.name not in settled]
+        candidates = list(eviction_candidates(session, preemptor, worth))
+        if len(candidates) < len(worth):
+            chosen = {n.name for n in candidates}
+            memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
+        return best_first(session, preemptor, candidates)
+    skip = unresolvable_nodes(session, preemptor)
+    return (n for n in session.node_list if n.name not in skip and n.name not in settled)
 
 
 Key = tuple[float, float, float]
@@ -316,6 +345,7 @@ class PlanMemo:
 
     def plans_for(self, policy: VictimPolicy, signature: tuple[Any, ...]) -> Plans:
         changes = self.session.node_changes
+        self.position = min(self.position, len(changes))  # (a probe's log is undone)
         if self.position < len(changes):
             changed = [self.session.nodes[name] for name in set(changes[self.position:])]
             self.position = len(changes)
@@ -327,17 +357,15 @@ class PlanMemo:
         return self.plans.setdefault((policy, *signature), Plans())
 
 
-def _plan_memo(session: Session) -> PlanMemo:
+def _plans_for(session: Session, policy: VictimPolicy, preemptor: Task) -> Plans:
+    """What preemptors alike (`Session.preemptor_signature`) learnt in this action;
+    for a preemptor no other is known to be alike, a fresh `Plans` kept nowhere."""
+    signature = session.preemptor_signature(preemptor)
+    if signature is None:
+        return Plans()
     if session.plan_memo is None:
         session.plan_memo = PlanMemo(session)
-    return session.plan_memo
-
-
-def _signature(session: Session, preemptor: Task) -> tuple[Any, ...]:
-    """Which preemptors share plans (`Session.preemptor_signature`); unknown, the
-    preemptor's plans are its own."""
-    shared = session.preemptor_signature(preemptor)
-    return (preemptor.uid,) if shared is None else shared
+    return session.plan_memo.plans_for(policy, signature)
 
 
 def _within_cap(session: Session, statement: Statement, policy: VictimPolicy,
@@ -372,7 +400,7 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
     """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
     changed), or None if no choice of victims there makes it fit."""
     return _plan_on_node(session, policy, preemptor, node,
-                         _eligible(session, policy, preemptor), {})
+                         _eligible(session, policy, preemptor), {})[0]
 
 
 def _eligible(session: Session, policy: VictimPolicy,
@@ -599,22 +627,25 @@ def _whole_job(job: Job, eligible: Callable[[Task], bool],
 
 def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
                   eligible: Callable[[Task], bool],
-                  whole_jobs: dict[str, list[Task] | None]) -> list[Task] | None:
-    """What to evict on `node` for `preemptor`, or None: the node's `eligible` tasks, in
-    eviction order, as plugins offer them, in the strategy's order, those that break no
-    disruption budget first; the strategy's cheapest set of them (`exact_cover`), else
-    as `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
+                  whole_jobs: dict[str, list[Task] | None]
+                  ) -> tuple[list[Task] | None, bool]:
+    """What to evict on `node` for `preemptor` (None: nothing works there), and whether
+    that answer is the node's alone (False when the queue's room was asked, which may
+    change with no change to the node): the node's `eligible` tasks, in eviction order,
+    as plugins offer them, in the strategy's order, those that break no disruption
+    budget first; the strategy's cheapest set of them (`exact_cover`), else as
+    `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
     uid, for as long as nothing was evicted."""
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates or not _could_fit(preemptor, node, candidates):
-        return None  # (evicting every candidate would not do: plugins need not be asked)
+        return None, True  # (evicting every candidate would not do: plugins not asked)
     offer = session.reclaimable if policy.offered_by == "reclaimable" \
         else session.preemptable
     # Plugins see candidates in eviction order: their running sums depend on it.
     candidates = victim_order(session, candidates, preemptor)
     victims = offer(preemptor, candidates)
     if not victims or not _could_fit(preemptor, node, victims):
-        return None
+        return None, True
     # Plugins keep the candidates' order, or are put back in it; then the strategy's.
     position = {t.key: i for i, t in enumerate(candidates)}
     victims = sorted(victims, key=lambda t: position.get(t.key, len(position)))
@@ -625,7 +656,8 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
         violating, sparing = split_by_budgets(victims, budgets,
                                               allowed=budget_allowances(session))
         victims = sparing + violating
-    room = _room(session, policy, preemptor, node) \
+    asked: list[bool] = []
+    room = _room(session, policy, preemptor, node, asked) \
         if policy.queue_must_fit and policy.until_queue_has_room else None
 
     def whole_job(job: Job) -> list[Task] | None:
@@ -640,9 +672,9 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
             chosen = _cheapest_singles(session, preemptor, node, among, policy.gang_safe,
                                        room)
             if chosen is not None:
-                return chosen
-    return _take_victims(session, preemptor, node, victims, policy.gang_safe, whole_job,
-                         room)
+                return chosen, not asked
+    return (_take_victims(session, preemptor, node, victims, policy.gang_safe, whole_job,
+                          room), not asked)
 
 
 def budget_allowances(session: Session) -> dict[str, int]:
@@ -656,22 +688,34 @@ def budget_allowances(session: Session) -> dict[str, int]:
     return session.budget_allowances
 
 
-def _room(session: Session, policy: VictimPolicy, preemptor: Task,
-          node: Node) -> Callable[[list[Task]], bool]:
+def _room(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
+          asked: list[bool]) -> Callable[[list[Task]], bool]:
     """Whether, with the given victims gone, the preemptor's queue is `allocatable` and
-    every predicate passes on `node`: tried in a statement that is then discarded."""
+    every predicate passes on `node`: tried in a statement that is then discarded. Each
+    question is noted in `asked`."""
     queue = session.queues[session.jobs[preemptor.job_id].queue]
 
     def room(victims: list[Task]) -> bool:
+        asked.append(True)
+        mark = len(session.node_changes)
         step = session.statement()
         for victim in victims:
             step.evict(victim, policy.action, preemptor)
         passes = (session.allocatable(queue, preemptor) is None
                   and session.predicate(preemptor, node) is None)
-        step.discard()
+        _undo(session, step, mark)
         return passes
 
     return room
+
+
+def _undo(session: Session, step: Statement, mark: int) -> None:
+    """Discard `step`, made since the session's node change log was `mark` long, and
+    forget the changes it logged: the nodes are as they were, and plans kept for them
+    still hold. (Nothing searched nodes in between, so no search has read the log
+    past `mark`.)"""
+    step.discard()
+    del session.node_changes[mark:]
 
 
 def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPolicy,
@@ -681,6 +725,7 @@ def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPo
     asks) and every predicate passes; else nothing of the step remains. Each victim
     goes on the policy's terms (strategy, grace period) and is marked elastic when its
     job keeps at least its minMember running (`_elastic`)."""
+    mark = len(session.node_changes)
     step = session.statement()
     elastic = _elastic(session, preemptor, victims)
     for victim in victims:
@@ -693,7 +738,7 @@ def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPo
         passes = True
     if not passes or session.predicate(preemptor, node) is not None or step.pipeline(
             preemptor, node, eviction_occurred=bool(victims)) is not None:
-        step.discard()
+        _undo(session, step, mark)
         return False
     statement.merge(step)
     budgets = session.snapshot.budgets

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vscheduler.cache import Snapshot
 from vscheduler.conf import SchedulerConf
@@ -28,6 +28,9 @@ from vscheduler.guards import EvictionCap
 from vscheduler.hookspecs import RULES, Reject
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
+
+if TYPE_CHECKING:
+    from vscheduler.framework.eviction import PlanMemo
 
 __all__ = ["Session"]
 
@@ -68,7 +71,7 @@ class Session:
         self.evicted_for: dict[str, Resource] = {}
         self.eviction_cap: EvictionCap | None = None
         # Victim plans per node, kept until the node changes (eviction.PlanMemo).
-        self.plan_memo: Any = None
+        self.plan_memo: PlanMemo | None = None
         self.node_specs = snapshot.node_specs
         self.total_resource = Resource()
         for node in self.node_list:
@@ -304,6 +307,7 @@ class Session:
     def run(self) -> SessionResult:
         """Run the conf's actions in order, then close."""
         for name, cls, args in self.conf.actions:
+            self.plan_memo = None  # plans are shared within an action only
             started = time.perf_counter()
             cls(args).execute(self)
             self.timings[name] = time.perf_counter() - started

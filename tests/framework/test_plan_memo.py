@@ -1,0 +1,118 @@
+"""Victim plans shared between preemptors alike (`eviction.PlanMemo`): the decisions are
+those of every preemptor planning for itself, scene by scene where sharing could go
+wrong (a node with room the queue could not use yet, a remembered plan gone stale)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests import builders as b
+from vscheduler.conf import parse_conf
+from vscheduler.framework import eviction
+from vscheduler.simulate import Simulation
+
+GPU = "nvidia.com/gpu"
+
+
+def _run(conf: str, objects: list[dict[str, Any]], *, shared: bool) -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as patch:
+        if not shared:  # every preemptor plans for itself, on every node
+            patch.setattr(eviction.PlanMemo, "plans_for",
+                          lambda self, policy, signature: eviction.Plans())
+        simulation = Simulation(parse_conf(conf, "test"))
+        simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+        simulation.run(1)
+        return simulation.report.as_dict()
+
+
+def _decisions(report: dict[str, Any]) -> tuple[Any, ...]:
+    return ([(e["pod"], e["node"], e["for"]) for e in report["evictions"]],
+            report["binds"], report["pipelined"])
+
+
+PREEMPT = """
+actions: "allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: proportion},
+            {name: nodeorder}]
+"""
+
+
+def test_room_the_queue_could_not_use_is_used_once_it_can() -> None:
+    """Queue qa is at its capability: P1 must evict (L on v); with L going, qa has room
+    for P2, which then takes the free node r. That r offered P1 no victim must not hide
+    its room from P2 (sharing once evicted M on u for P2)."""
+    objects = [b.priority_class("high", 1000), b.priority_class("low", 10),
+               b.queue("qa", 1, capability={"cpu": "5"}), b.queue("qb", 1),
+               b.node("v", cpu="3", memory="32Gi", pods="2"),
+               b.node("u", cpu="2", memory="32Gi"), b.node("w", cpu="1", memory="32Gi"),
+               b.node("r", cpu="1", memory="32Gi"),
+               b.pod("L", cpu="2", queue="qa", node_name="v", priority_class="low"),
+               b.pod("O", cpu="1", queue="qb", node_name="v", priority_class="high"),
+               b.pod("M", cpu="2", queue="qa", node_name="u", priority_class="low"),
+               b.pod("H", cpu="1", queue="qa", node_name="w", priority_class="high"),
+               *(b.pod(f"P{i}", cpu="1", queue="qa", priority_class="high")
+                 for i in (1, 2))]
+    shared = _run(PREEMPT, objects, shared=True)
+    assert [(e["pod"], e["for"]) for e in shared["evictions"]] == \
+        [("default/L", "default/P1")]
+    assert shared["pipelined"] == {"default/P1": "v", "default/P2": "r"}
+    assert _decisions(shared) == _decisions(_run(PREEMPT, objects, shared=False))
+
+
+RECLAIM = """
+actions: "enqueue, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang, enableReclaimable: false}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+
+
+def test_a_remembered_plan_is_made_again_before_it_is_carried_out() -> None:
+    """Job J (minMember 2) has a pod on each of three nodes. P1 takes J-0, an elastic
+    replica: J keeps two. P2's plans were made with P1's, when J had three pods; made
+    again, taking J-1 would leave J one pod, so J-1 goes only with J-2."""
+    objects = [b.queue("qa", 1, reclaimable=False), b.queue("qb", 1, reclaimable=True),
+               *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "1"}) for i in range(3)),
+               b.podgroup("J", 2, queue="qb", phase="Running"),
+               *(b.pod(f"J-{i}", group="J", queue="qb", node_name=f"n{i}", **{GPU: "1"})
+                 for i in range(3)),
+               *(b.pod(f"P{i}", queue="qa", **{GPU: "1"}) for i in (1, 2))]
+    shared = _run(RECLAIM, objects, shared=True)
+    assert [(e["pod"], e["for"], e["elastic"]) for e in shared["evictions"]] == [
+        ("default/J-0", "default/P1", True), ("default/J-1", "default/P2", False),
+        ("default/J-2", "default/P2", False)]
+    assert _decisions(shared) == _decisions(_run(RECLAIM, objects, shared=False))
+
+
+def test_plans_are_shared_only_when_every_plugin_offering_victims_signs() -> None:
+    """A plugin with a victim hook and no `preemptor_signature` (a third party's, say)
+    turns the sharing off: its offers could depend on anything about the preemptor."""
+    from vscheduler.conf import PluginOption, SchedulerConf
+    from vscheduler.framework.session import Session
+    from vscheduler.hookspecs import hookimpl
+
+    class Unsigned:
+        name = "unsigned"
+        arguments = ()
+
+        def __init__(self, args: dict) -> None:
+            self.args = args
+
+        @hookimpl
+        def reclaimable(self, reclaimer: Any, candidates: list) -> list | None:
+            return None
+
+    objects = [b.node("n0"), b.pod("p")]
+    cache = b.load_cache(objects)
+    signed = Session(cache.snapshot(), parse_conf(RECLAIM, "signed"))
+    task = next(iter(next(iter(signed.jobs.values())).tasks.values()))
+    assert signed.preemptor_signature(task) is not None
+    conf = SchedulerConf(actions=[], tiers=[[PluginOption("unsigned", Unsigned, {}, {})]],
+                         source="test", warnings=[])
+    unsigned = Session(b.load_cache(objects).snapshot(), conf)
+    task = next(iter(next(iter(unsigned.jobs.values())).tasks.values()))
+    assert unsigned.preemptor_signature(task) is None
