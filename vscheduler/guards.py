@@ -53,6 +53,7 @@ __all__ = [
     "min_runtime_of",
     "parse_duration",
     "split_by_budgets",
+    "started_at",
     "too_young",
 ]
 
@@ -109,6 +110,12 @@ def min_runtime_of(argument: float, queue: float | None, podgroup: float | None)
     if queue is not None:
         return queue
     return argument
+
+
+def started_at(pod: Pod) -> float | None:
+    """When `pod` started running: `status.startTime`, else its creation (it cannot have
+    run longer than it has existed), else None (not known)."""
+    return pod.start_time if pod.start_time is not None else (pod.creation or None)
 
 
 def too_young(start_time: float | None, now: float, min_runtime: float) -> bool:
@@ -214,9 +221,14 @@ def allowances(budgets: Sequence[DisruptionBudget], pods: Iterable[Task]) -> dic
 
 
 
+# A task a session has placed but not bound is still asked for by its job.
+_NOT_YET_PLACED = TaskStatus.PENDING | TaskStatus.PIPELINED | TaskStatus.ALLOCATED
+
+
 class EvictionCap:
-    """The most a session may evict for one job: a ratio times what the job asks (its
-    pending tasks' requests when the cap is built), in GPUs when it asks any, else in
+    """The most a session may evict for one job: a ratio times what the job asks (the
+    requests of its tasks not yet placed for good: pending, or placed in this session
+    and waiting, whenever the cap is first asked), in GPUs when it asks any, else in
     its share of the cluster (`total`). A pod without a PodGroup is counted with the
     other such pods of its controller. A ratio of 0 turns the cap off."""
 
@@ -230,7 +242,7 @@ class EvictionCap:
             key = self.key(job)
             self.members.setdefault(key, []).append(job.uid)
             asked = self.asked.setdefault(key, Resource())
-            for task in job.tasks_in(TaskStatus.PENDING):
+            for task in job.tasks_in(_NOT_YET_PLACED):
                 asked.add(task.resreq)
 
     @staticmethod

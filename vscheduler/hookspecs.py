@@ -324,8 +324,11 @@ def preemptor_signature(task: Task) -> Hashable:
     constraints (None: nothing else): its job's priority or share, say. Preemptors that
     agree on all of it share victim plans, node by node, until the node changes (a
     plan is made again before it is carried out): the pending pods of a ReplicaSet, or
-    many one-pod jobs of one shape, plan once instead of once each. A plugin with a
-    victim hook but no `preemptor_signature` turns the sharing off (correct, slower)."""
+    many one-pod jobs of one shape, plan once instead of once each. Signing also
+    promises that, within an action, the offers on a node do not grow while the node
+    stays as it is (they may shrink: evictions elsewhere bring a queue back to its
+    share). A plugin with a victim hook but no `preemptor_signature` turns the sharing
+    off (correct, slower)."""
 
 
 # --------------------------------------------------------------------------- events

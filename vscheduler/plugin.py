@@ -112,17 +112,22 @@ class ChoiceArgument(Argument):
 
 
 class LimitArgument(Argument):
-    """A number that may not be negative (a ratio, a count of seconds); `type` is int or
-    float. None is accepted where the default is None (unset)."""
+    """A number not below `minimum` (0 unless said: a ratio, a count of seconds);
+    `type` is int or float. None is accepted where the default is None (unset)."""
 
-    __slots__ = ()
+    __slots__ = ("minimum",)
+
+    def __init__(self, key: str, type: type, default: Any = None, help: str = "", *,
+                 minimum: float = 0) -> None:
+        super().__init__(key, type, default, help)
+        self.minimum = minimum
 
     def convert(self, raw: Any) -> Any:
         if raw is None and self.default is None:
             return None
         value = super().convert(raw)
-        if value < 0:
-            raise ArgumentError(f"must not be negative, got {raw!r}")
+        if value < self.minimum:
+            raise ArgumentError(f"must be at least {self.minimum:g}, got {raw!r}")
         return value
 
 

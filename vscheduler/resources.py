@@ -32,10 +32,13 @@ _IGNORED_PREFIXES = ("count/", "requests.", "limits.")
 
 
 def is_gpu(name: str) -> bool:
-    """Whether resource `name` counts GPUs: any name that says gpu (`nvidia.com/gpu`,
-    `amd.com/gpu`, `volcano.sh/vgpu-number`). Eviction weighs GPUs before the rest, and
-    the seed's `elastic_gpu_*` metrics count pods that hold them."""
-    return "gpu" in name.lower()
+    """Whether resource `name` counts whole GPUs or GPU slices: `<vendor>/gpu`
+    (`nvidia.com/gpu`, `amd.com/gpu`), a MIG slice (`nvidia.com/mig-1g.10gb`), a
+    virtual GPU (`volcano.sh/vgpu-number`). Not GPU memory or cores
+    (`volcano.sh/vgpu-memory`, `nvidia.com/gpumem`): those are not counted in GPUs.
+    Eviction weighs GPUs before the rest, and the `elastic_gpu_*` metrics count them."""
+    return (name.endswith("/gpu") or name.startswith("nvidia.com/mig-")
+            or name == "volcano.sh/vgpu-number")
 
 
 class Resource:

@@ -176,3 +176,27 @@ def test_pods_of_different_controllers_are_capped_apart():
     report = simulate(objects, TIDAL_CONF)
     assert len(report["evictions"]) == 24
     assert len(report["pipelined"]) == 3
+
+
+def _spread_gang(ratio: float | None) -> dict:
+    """A gang of 3 one-GPU pods (minMember 3) that each need a node of their own, on
+    nodes full of 8-GPU gangs. Its pods are planned one by one in one statement,
+    committed only if the whole gang can wait."""
+    group = podgroup("edge", 3, queue="queue-inference", priority_class="pc-high")
+    members = [pod(f"edge-{i}", cpu="1", queue="queue-inference", group="edge",
+                   priority_class="pc-high", host_ports=[8080], **{GPU: "1"})
+               for i in range(3)]
+    return simulate([*queues(64), *training_nodes(4), group, *members], with_ratio(ratio))
+
+
+def test_evictions_not_yet_committed_count_against_the_cap():
+    """The gang's second pod finds the first pod's gang of 8 already in its statement:
+    8 + 8 would pass 2 x 3 GPUs, so the gang cannot wait whole and nothing is evicted
+    (counting only committed evictions, each pod would pass as its job's first plan and
+    three gangs would go). Without the cap, three gangs go."""
+    report = _spread_gang(None)
+    assert evicted(report) == [] and report["pipelined"] == {}
+    assert any(CAPPED.format(ratio=2) in reason
+               for reasons in report["pending"].values() for reason in reasons)
+    uncapped = _spread_gang(0)
+    assert len(evicted(uncapped)) == 24 and len(uncapped["pipelined"]) == 3

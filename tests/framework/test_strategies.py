@@ -183,9 +183,11 @@ def _conf_error(arguments: str) -> str:
                                        "LowestPriority", "NewestFirst", "MinimumVictims",
                                        "MinimumGPUWaste"]),
     ("{strategy: 3}", ["strategy", "3"]),
-    ("{maxEvictionRatio: -1}", ["maxEvictionRatio", "negative", "-1"]),
+    ("{maxEvictionRatio: -1}", ["maxEvictionRatio", "at least 0", "-1"]),
     ("{maxEvictionRatio: lots}", ["maxEvictionRatio", "lots"]),
-    ("{gracePeriodSeconds: -30}", ["gracePeriodSeconds", "negative", "-30"]),
+    ("{gracePeriodSeconds: -30}", ["gracePeriodSeconds", "at least 1", "-30"]),
+    # 0 would delete at once (a force delete) while the GPUs may still be held
+    ("{gracePeriodSeconds: 0}", ["gracePeriodSeconds", "at least 1", "0"]),
     ("{gracePeriodSeconds: soon}", ["gracePeriodSeconds", "soon"]),
 ])
 def test_a_bad_strategy_ratio_or_grace_is_one_conf_error(arguments: str, words: list[str]):
@@ -197,11 +199,11 @@ def test_a_bad_strategy_ratio_or_grace_is_one_conf_error(arguments: str, words: 
 def test_a_strategy_is_read_regardless_of_case_and_handed_on_as_named():
     text = with_strategy("minimumgpuwaste", CONF.replace("preempt", "preempt, reclaim"))
     conf = parse_conf(text + "- name: reclaim\n  arguments: {strategy: NEWESTFIRST, "
-                      "maxEvictionRatio: 0, gracePeriodSeconds: 0}\n", "sched.conf")
+                      "maxEvictionRatio: 0, gracePeriodSeconds: 1}\n", "sched.conf")
     args = {name: arguments for name, _, arguments in conf.actions}
     assert args["preempt"]["strategy"] == "MinimumGPUWaste"
     assert (args["reclaim"]["strategy"], args["reclaim"]["maxEvictionRatio"],
-            args["reclaim"]["gracePeriodSeconds"]) == ("NewestFirst", 0.0, 0)
+            args["reclaim"]["gracePeriodSeconds"]) == ("NewestFirst", 0.0, 1)
     assert args["preempt"]["maxEvictionRatio"] == 2.0
     assert args["preempt"]["gracePeriodSeconds"] is None
 

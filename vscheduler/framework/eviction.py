@@ -55,6 +55,7 @@ from vscheduler.guards import (
     charge,
     min_runtime_of,
     split_by_budgets,
+    started_at,
     too_young,
 )
 from vscheduler.model import Job, Node, Task, TaskStatus
@@ -84,17 +85,17 @@ ARGUMENTS = (
                   "evict for one job at most this many times what it asks (GPUs when it "
                   "asks GPUs), beyond its first plan; 0 turns the cap off"),
     LimitArgument("gracePeriodSeconds", int, None,
-                  "delete victims with this grace period; unset, each pod's own"),
+                  "delete victims with this grace period (at least 1: 0 would delete at "
+                  "once, GPUs possibly still held); unset, each pod's own", minimum=1),
 )
 
 
 def policy_arguments(args: Mapping[str, Any]) -> dict[str, Any]:
     """The `VictimPolicy` fields the shared `ARGUMENTS` of an evicting action set."""
-    return {"gang_safe": args.get("gangSafeEviction", True),
-            "min_runtime": args.get("minRuntime", 0.0),
-            "strategy": STRATEGIES[args.get("strategy", DEFAULT.name)],
-            "max_eviction_ratio": args.get("maxEvictionRatio", 2.0),
-            "grace_seconds": args.get("gracePeriodSeconds")}
+    return {"gang_safe": args["gangSafeEviction"], "min_runtime": args["minRuntime"],
+            "strategy": STRATEGIES[args["strategy"]],
+            "max_eviction_ratio": args["maxEvictionRatio"],
+            "grace_seconds": args["gracePeriodSeconds"]}
 # preempt's: victims go on until the queue has room too (Volcano's behaviour), or, off,
 # only until the preemptor fits the node (the queue then checked once, after).
 UNTIL_QUEUE_HAS_ROOM = Argument(
@@ -176,11 +177,14 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     with `best_node_first`). Planning on every node of a large cluster for every pod
     that must evict cost a minute a session at 5,000 nodes.
 
-    Plans are remembered per node for preemptors alike (`PlanMemo`) until the node
-    changes, so the next pod of a ReplicaSet or a gang plans again only where an
-    eviction or a placement happened since. Plugins' verdicts may still have changed
+    Within an action, plans are remembered per node for preemptors alike (`PlanMemo`)
+    until the node changes, so the next pod of a ReplicaSet plans again only where an
+    eviction or a placement happened since (a plan the queue's room decided is not
+    remembered: it changes with the queue). Plugins' verdicts may still have changed
     elsewhere: a remembered plan is made again before it is carried out, and if it is
-    no longer as good, it goes back in line with what it is now."""
+    no longer as good, it goes back in line with what it is now. Plugins that offer
+    victims promise, by signing (`hookspecs.preemptor_signature`), that their offers on
+    a node do not grow within an action while the node stays as it is."""
     memo = _plans_for(session, policy, preemptor)
     # With no eviction the queue's room is the same on every node: asked once.
     queue_full = policy.queue_must_fit and session.allocatable(
@@ -433,10 +437,7 @@ def _eligible(session: Session, policy: VictimPolicy,
                 return False
         elif job.queue == own_queue or queue is None or not queue.reclaimable:
             return False
-        pod = victim.pod
-        # (no status.startTime: it cannot have run longer than since its creation)
-        start = pod.start_time if pod.start_time is not None else (pod.creation or None)
-        return not too_young(start, now, min_runtime_of(
+        return not too_young(started_at(victim.pod), now, min_runtime_of(
             argument, queue.min_runtime if queue else None, job.spec.min_runtime))
 
     return eligible

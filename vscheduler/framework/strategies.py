@@ -6,8 +6,10 @@ a strategy then says, on each node, in what order those victims are taken, and, 
 the candidate nodes, which plan is carried out. Gang safety, guards and the reprieve
 apply whatever the strategy (`eviction.py`): a strategy never makes a gang go in part.
 
-- `LowestPriority` (the default, Volcano's): the lowest priority first, then the newest;
-  the plan freeing the fewest GPUs (then the least of the rest) wins.
+- `LowestPriority` (the default): Volcano's victim order (across queues, the victim
+  queue order; within a queue, the job the job order would schedule last: the lowest
+  priority first; within a job, the task it would place last, so the newest); the plan
+  freeing the fewest GPUs (then the least of the rest) wins.
 - `NewestFirst`: the pod that started last first (what has run least is lost least);
   plans as above.
 - `MinimumVictims`: the largest first (GPUs, then the rest), so the fewest pods go; the
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vscheduler.guards import started_at
 from vscheduler.model import Task
 from vscheduler.resources import Resource, gpus_of, share_of
 
@@ -52,9 +55,8 @@ def _freed(victims: Sequence[Task]) -> Resource:
 
 
 def _start(task: Task) -> float:
-    """When `task` started (its creation without a start time; 0 if neither is known)."""
-    pod = task.pod
-    return pod.start_time if pod.start_time is not None else (pod.creation or 0.0)
+    """When `task` started (`guards.started_at`; 0, the oldest, if not known)."""
+    return started_at(task.pod) or 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +107,8 @@ def cheapest_cover(session: Session, victims: Sequence[Task],
                    suffices: Callable[[list[Task]], bool],
                    gpus_needed: float = 0.0) -> list[Task] | None:
     """The victims, among `victims`, whose eviction `suffices` and frees the fewest GPUs
-    (then the least of the rest, then the fewest pods; ties keep the given order): every
+    (then the least of the rest, then the fewest pods; then the set whose last member
+    comes earliest in the given order): every
     subset is weighed, the cheapest tried first (none freeing fewer than `gpus_needed`
     is tried). None if there are more victims than `EXACT_SEARCH_LIMIT` (the caller
     falls back to its order) or no subset suffices."""
