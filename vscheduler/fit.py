@@ -4,11 +4,21 @@ A predicate answers with an `Unfit` (one or more reasons, and whether evicting p
 resolve it). The allocate path collects one `Unfit` per node into `NodeFitErrors`, whose
 message is the familiar `0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had
 untolerated taint {gpu: true}.`
+
+Tasks of one shape share a node search (framework.search), and most of them fail for the
+very same reasons on the very same nodes: in a large cluster the per-node verdicts are
+thousands of entries, and the tasks that fail are thousands too. So a copy of the
+verdicts is not a copy: copies share one immutable set of verdicts, with its histogram,
+its message and its unresolvable nodes computed once for all of them. Whoever changes
+its verdicts after that gets a set of its own (copy on write), and a verdict set again
+to what it already is changes nothing.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from types import MappingProxyType
 
 __all__ = ["NodeFitErrors", "Unfit"]
 
@@ -16,7 +26,9 @@ __all__ = ["NodeFitErrors", "Unfit"]
 class Unfit:
     """A predicate's refusal of one node. `resolvable` says whether evicting pods from
     the node could make it fit (resources, pod count, host ports: yes; a selector or an
-    untolerated taint: no). Preempt and reclaim only look at resolvable refusals."""
+    untolerated taint: no). Preempt and reclaim only look at resolvable refusals.
+    Two refusals with the same reasons and resolvability are equal: they explain the
+    same, whichever predicate call built them."""
 
     __slots__ = ("reasons", "resolvable")
 
@@ -24,38 +36,118 @@ class Unfit:
         self.reasons: tuple[str, ...] = reasons
         self.resolvable = resolvable
 
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Unfit):
+            return NotImplemented
+        return self.reasons == other.reasons and self.resolvable == other.resolvable
+
+    def __hash__(self) -> int:
+        return hash((self.reasons, self.resolvable))
+
     def __repr__(self) -> str:
         return f"Unfit({', '.join(self.reasons)}{', resolvable' if self.resolvable else ''})"
 
 
-class NodeFitErrors:
-    """The refusals of every node tried for one task, or one error for all of them."""
+class _Verdicts:
+    """One set of per-node refusals and what is derived from it, computed when first
+    asked. Once `frozen` (shared by copies) it never changes again; until then a change
+    drops what was derived."""
 
-    __slots__ = ("error", "nodes")
+    __slots__ = ("frozen", "histogram", "messages", "nodes", "unresolvable")
+
+    def __init__(self, nodes: dict[str, Unfit]) -> None:
+        self.nodes = nodes
+        self.frozen = False
+        self.histogram: str | None = None  # "3 Insufficient cpu, 2 node(s) had ..."
+        self.messages: dict[tuple[str, int | None], str] = {}
+        self.unresolvable: frozenset[str] | None = None
+
+    def forget_derived(self) -> None:
+        self.histogram = None
+        self.unresolvable = None
+        if self.messages:
+            self.messages = {}
+
+    def histogram_text(self) -> str:
+        """The reasons counted over the nodes, each `count reason`, sorted as text and
+        joined (as Volcano's FitErrors.Error sorts them: "10 x" before "2 y")."""
+        if self.histogram is None:
+            counts = Counter(reason for unfit in self.nodes.values()
+                             for reason in unfit.reasons)
+            self.histogram = ", ".join(sorted(f"{count} {reason}"
+                                              for reason, count in counts.items()))
+        return self.histogram
+
+
+class NodeFitErrors:
+    """The refusals of every node tried for one task, or one error for all of them.
+    `copy()` is cheap and safe: the copy and the original share their verdicts until
+    either changes them (see the module's docstring)."""
+
+    __slots__ = ("_verdicts", "error")
 
     def __init__(self, error: str = "") -> None:
-        self.nodes: dict[str, Unfit] = {}
+        self._verdicts = _Verdicts({})
         self.error = error
 
+    @property
+    def nodes(self) -> Mapping[str, Unfit]:
+        """Node name -> its refusal, read only (change them with `set` and `forget`)."""
+        return MappingProxyType(self._verdicts.nodes)
+
     def set(self, node: str, unfit: Unfit) -> None:
-        self.nodes[node] = unfit
+        if self._verdicts.nodes.get(node) == unfit:
+            return  # no change: nothing to copy, nothing derived to drop
+        self._own().nodes[node] = unfit
+
+    def forget(self, node: str) -> None:
+        """`node` is no longer refused (it fits now, or is to be judged again)."""
+        if node in self._verdicts.nodes:
+            del self._own().nodes[node]
 
     def copy(self) -> NodeFitErrors:
-        """A copy that later changes to this one do not reach."""
-        copy = NodeFitErrors(self.error)
-        copy.nodes = dict(self.nodes)
+        """A copy that later changes to this one do not reach (nor its changes this
+        one): both share the verdicts, frozen, until one of them changes its own."""
+        self._verdicts.frozen = True
+        copy = NodeFitErrors.__new__(NodeFitErrors)
+        copy._verdicts = self._verdicts
+        copy.error = self.error
         return copy
 
-    def unresolvable_nodes(self) -> set[str]:
-        return {name for name, unfit in self.nodes.items() if not unfit.resolvable}
+    def unresolvable_nodes(self) -> frozenset[str]:
+        """The nodes no eviction could make fit (computed once per set of verdicts)."""
+        verdicts = self._verdicts
+        if verdicts.unresolvable is None:
+            verdicts.unresolvable = frozenset(
+                name for name, unfit in verdicts.nodes.items() if not unfit.resolvable)
+        return verdicts.unresolvable
 
     def message(self, total_nodes: int | None = None) -> str:
-        if self.error and not self.nodes:
+        """`0/N nodes are available: <histogram>.` (N: `total_nodes`, else the nodes
+        refused), headed by the error instead when there is one; the error alone when no
+        node was refused. Rendered once per set of verdicts, error and N: the tasks
+        sharing them share the one string."""
+        verdicts = self._verdicts
+        if self.error and not verdicts.nodes:
             return self.error
-        counts = Counter(reason for unfit in self.nodes.values() for reason in unfit.reasons)
-        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-        total = len(self.nodes) if total_nodes is None else total_nodes
-        head = self.error or f"0/{total} nodes are available"
-        if not histogram:
-            return f"{head}."
-        return f"{head}: {', '.join(histogram)}."
+        key = (self.error, total_nodes)
+        message = verdicts.messages.get(key)
+        if message is None:
+            histogram = verdicts.histogram_text()
+            total = len(verdicts.nodes) if total_nodes is None else total_nodes
+            head = self.error or f"0/{total} nodes are available"
+            message = f"{head}: {histogram}." if histogram else f"{head}."
+            verdicts.messages[key] = message
+        return message
+
+    def _own(self) -> _Verdicts:
+        """The verdicts, made this holder's own before a change: a private copy of
+        shared ones; with what was derived from them dropped."""
+        verdicts = self._verdicts
+        if verdicts.frozen:
+            verdicts = self._verdicts = _Verdicts(dict(verdicts.nodes))
+        else:
+            verdicts.forget_derived()
+        return verdicts

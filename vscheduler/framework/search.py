@@ -147,9 +147,11 @@ class NodeSearch:
             key = entry.key_of.pop(name, None)
             if key is not None:
                 entry.feasible.remove(key)
-            entry.errors.nodes.pop(name, None)
             node = nodes[name]
+            # A verdict judged again and found the same changes nothing: the copies
+            # handed to failed tasks keep sharing it (see fit.NodeFitErrors).
             if self._judge(entry, node):
+                entry.errors.forget(name)
                 feasible.append(node)
         if feasible:
             self._rank(entry, feasible)
