@@ -6,6 +6,8 @@ annotation (`[[[[...]]]]`) raise `RecursionError`, which no caller expects, at e
 session that reads it. So nesting is measured here *before* anything recursive sees the
 text: JSON by a scan of its brackets, YAML while its nodes are composed (and again over
 the composed graph, since aliases can nest a document more deeply than its text does).
+YAML is read by libyaml when PyYAML has it (a large manifest about six times faster),
+with the same results as the pure-Python reader: see the YAML section.
 Everything refused is a `TextError` with a message for the user; callers turn it into
 their own error (a Warning event, a skipped document, a `ConfError`).
 
@@ -14,15 +16,31 @@ their own error (a Warning event, a skipped document, a `ConfError`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import reprlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
 from yaml.constructor import SafeConstructor
-from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
+from yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    DocumentEndEvent,
+    Event,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import CollectionNode, MappingNode, Node, ScalarNode
+from yaml.reader import Reader
+from yaml.resolver import Resolver
 
 __all__ = ["MAX_DEPTH", "MAX_JSON_BYTES", "TextError", "brief", "load_json", "load_yaml",
            "load_yaml_documents"]
@@ -98,6 +116,24 @@ def load_json(text: str, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_JSON_B
 
 
 # --------------------------------------------------------------------------- YAML
+# Two readers give the same documents, values and messages. libyaml's (in PyYAML's
+# wheels) reads a large manifest about six times faster than the pure-Python one, but
+# composes recursively in C, where nesting too deep ends the process (no RecursionError
+# to catch): so a first pass over its events, a loop, measures each document before it
+# is composed. Whatever libyaml finds wrong is read again by the pure-Python reader,
+# whose message the user gets: the same text says the same thing on either path.
+
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # PyYAML built without libyaml
+    CParser = None
+
+# Whether YAML is read with libyaml (tests turn it off to check the other path).
+LIBYAML = CParser is not None
+# libyaml composes no deeper than this, whatever a caller allows (deeper limits are the
+# pure-Python reader's): 10,000 levels compose on a main thread's stack and 100,000
+# overflow it; a thousand stays far from that on any thread.
+LIBYAML_MAX_DEPTH = 1000
 
 
 class _Composer(yaml.SafeLoader):
@@ -111,9 +147,12 @@ class _Composer(yaml.SafeLoader):
         self.max_depth = max_depth
         self.depth = 0
         self.too_deep: str | None = None
+        self.aliased = False  # whether the document has aliases (see `_document`)
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
-        if self.depth >= self.max_depth and not self.check_event(AliasEvent):
+        if self.check_event(AliasEvent):
+            self.aliased = True
+        elif self.depth >= self.max_depth:
             return self._skip_node()
         self.depth += 1
         try:
@@ -124,16 +163,24 @@ class _Composer(yaml.SafeLoader):
     def _skip_node(self) -> Node:
         first = self.get_event()
         if self.too_deep is None:
-            self.too_deep = (f"line {first.start_mark.line + 1}: nested more than "
-                             f"{self.max_depth} levels deep")
-        open_collections = 1 if isinstance(first, CollectionStartEvent) else 0
-        while open_collections:
-            event = self.get_event()
-            if isinstance(event, CollectionStartEvent):
-                open_collections += 1
-            elif isinstance(event, CollectionEndEvent):
-                open_collections -= 1
+            self.too_deep = _nested_message(first.start_mark.line, self.max_depth)
+        _skip_collection(self.get_event, first)
         return ScalarNode("tag:yaml.org,2002:null", "", first.start_mark, first.end_mark)
+
+
+def _nested_message(line: int, max_depth: int) -> str:
+    return f"line {line + 1}: nested more than {max_depth} levels deep"
+
+
+def _skip_collection(get_event: Callable[[], Event], first: Event) -> None:
+    """Consume the events of the node `first` starts (nothing more for a scalar)."""
+    open_collections = 1 if isinstance(first, CollectionStartEvent) else 0
+    while open_collections:
+        event = get_event()
+        if isinstance(event, CollectionStartEvent):
+            open_collections += 1
+        elif isinstance(event, CollectionEndEvent):
+            open_collections -= 1
 
 
 def _too_deep(root: Node, limit: int) -> bool:
@@ -176,11 +223,41 @@ def _construct(node: Node) -> Any:
     return SafeConstructor().construct_document(node)
 
 
+def _document(node: Node | None, max_depth: int, aliased: bool) -> Any | TextError:
+    """A composed document's value, or the TextError that replaces it. Only aliases
+    can nest a composed document deeper than its composer allowed: the graph of one
+    without (`aliased` false) is not measured again."""
+    if node is None:
+        return None
+    if aliased and _too_deep(node, max_depth):
+        return TextError(f"line {node.start_mark.line + 1}: nested more than "
+                         f"{max_depth} levels deep (through aliases)")
+    try:
+        return _construct(node)
+    except yaml.YAMLError as err:  # e.g. a tag no safe constructor knows
+        return TextError(_yaml_problem(err))
+    except (ValueError, OverflowError) as err:
+        # e.g. an integer of more digits than Python converts, a day past the month's end
+        return TextError(f"line {node.start_mark.line + 1}: {err}")
+    except (KeyError, AttributeError, TypeError):
+        # PyYAML's constructors trust a tagged value's form: `!!bool x` is a KeyError,
+        # `!!timestamp x` an AttributeError
+        return TextError(f"line {node.start_mark.line + 1}: a value tagged with a type "
+                         "is not of that type's form")
+
+
 def load_yaml_documents(text: str, max_depth: int = MAX_DEPTH) -> Iterator[Any | TextError]:
     """Each YAML document of `text`, in order: its value, or a TextError for a document
     that is nested too deeply or holds a value Python cannot represent (the documents
     after it are still read). Raises TextError when the text is not YAML at all (a syntax
-    error: nothing after it can be trusted)."""
+    error: nothing after it can be trusted). libyaml reads when it is there (`LIBYAML`),
+    with the same results."""
+    if LIBYAML and max_depth <= LIBYAML_MAX_DEPTH:
+        return _libyaml_documents(text, max_depth)
+    return _python_documents(text, max_depth)
+
+
+def _python_documents(text: str, max_depth: int) -> Iterator[Any | TextError]:
     try:
         composer = _Composer(text, max_depth)
     except yaml.YAMLError as err:  # a character YAML does not allow, found at once
@@ -193,22 +270,114 @@ def load_yaml_documents(text: str, max_depth: int = MAX_DEPTH) -> Iterator[Any |
                 node = composer.get_node()
             except yaml.YAMLError as err:
                 raise TextError(_yaml_problem(err)) from None
-            if composer.too_deep is not None:
-                yield TextError(composer.too_deep)
-                composer.too_deep = None
-                continue
-            if node is not None and _too_deep(node, max_depth):
-                yield TextError(f"line {node.start_mark.line + 1}: nested more than "
-                                f"{max_depth} levels deep (through aliases)")
-                continue
-            try:
-                yield None if node is None else _construct(node)
-            except (yaml.YAMLError, ValueError, OverflowError) as err:
-                # e.g. an integer of more digits than Python converts, a bad timestamp
-                yield TextError(_yaml_problem(err) if isinstance(err, yaml.YAMLError)
-                                else f"line {node.start_mark.line + 1}: {err}")
+            too_deep, aliased = composer.too_deep, composer.aliased
+            composer.too_deep, composer.aliased = None, False
+            yield TextError(too_deep) if too_deep else _document(node, max_depth, aliased)
     finally:
         composer.dispose()
+
+
+if CParser is not None:
+    class _CComposer(CParser, Resolver):  # type: ignore[misc, valid-type]
+        """libyaml's parser and composer with PyYAML's resolver: nodes as `_Composer`
+        makes them, tags resolved by the same rules."""
+
+        def __init__(self, data: bytes) -> None:
+            CParser.__init__(self, data)
+            Resolver.__init__(self)
+
+
+_END = object()
+
+
+def _libyaml_documents(text: str, max_depth: int) -> Iterator[Any | TextError]:
+    """`_python_documents`' results, read by libyaml. Two parsers go through the text:
+    the first measures a document's events (`_measure`), then the second composes it in
+    C, or skips it when it is too deep. Neither is ever asked whether a document follows
+    (`check_node`): each takes a document whole, by `get_node` or by its events, so one
+    way of reading never finds an event the other left half read."""
+    if "\t" in text or text.find("\ufeff", 1) >= 0 or Reader.NON_PRINTABLE.search(text):
+        # Characters the two read differently: the pure-Python reader refuses a tab
+        # between tokens, which libyaml reads as a space, and takes a byte order mark
+        # after the first character as text, where libyaml drops it; a character both
+        # refuse, the pure-Python reader names with its place.
+        yield from _python_documents(text, max_depth)
+        return
+    data = text.encode("utf-8")
+    scout, composer = CParser(data), _CComposer(data)
+    read = 0
+    try:
+        scout.get_event()  # StreamStartEvent
+        composer.get_event()
+    except yaml.YAMLError:
+        yield from _python_documents(text, max_depth)
+        return
+    while True:
+        try:
+            document = _next_document(scout, composer, max_depth)
+        except yaml.YAMLError:
+            # Not YAML, or not YAML to libyaml: what the pure-Python reader makes of the
+            # rest (the documents already given are not given again).
+            yield from itertools.islice(_python_documents(text, max_depth), read, None)
+            return
+        if document is _END:
+            return
+        yield document
+        read += 1
+
+
+def _next_document(scout: Any, composer: Any, max_depth: int) -> Any:
+    """The next document's value or TextError (`_END` after the last one)."""
+    if scout.check_event(StreamEndEvent):
+        return _END
+    too_deep, aliased = _measure(scout, max_depth)
+    if too_deep is None:
+        return _document(composer.get_node(), max_depth, aliased)
+    while not isinstance(composer.get_event(), DocumentEndEvent):
+        pass
+    return TextError(too_deep)
+
+
+_STEP = {SequenceStartEvent: 1, MappingStartEvent: 1, ScalarEvent: 0,
+         SequenceEndEvent: -1, MappingEndEvent: -1}
+
+
+def _measure(parser: Any, max_depth: int) -> tuple[str | None, bool]:
+    """Read one document's events from `parser` as `_Composer` composes them (a node
+    deeper than `max_depth` skipped, an alias checked against the anchors before it):
+    the too-deep message (None when libyaml may compose it), and whether it has
+    aliases. An alias to no anchor, or a second anchor of one name, is a ComposerError,
+    for the pure-Python reader to describe."""
+    get = parser.get_event
+    get()  # DocumentStartEvent
+    anchors: set[str] = set()
+    depth = 0
+    too_deep = None
+    aliased = False
+    while True:
+        event = get()
+        kind = type(event)
+        step = _STEP.get(kind)
+        if step is None:
+            if kind is DocumentEndEvent:
+                return too_deep, aliased
+            if event.anchor not in anchors:  # AliasEvent
+                raise ComposerError(None, None, "found undefined alias", event.start_mark)
+            aliased = True
+        elif step < 0:
+            depth -= 1
+        elif depth >= max_depth:
+            if too_deep is None:
+                too_deep = _nested_message(event.start_mark.line, max_depth)
+            _skip_collection(get, event)
+        else:
+            anchor = event.anchor
+            if anchor is not None:
+                if anchor in anchors:
+                    raise ComposerError(None, None, "found duplicate anchor",
+                                        event.start_mark)
+                anchors.add(anchor)
+            depth += step
 
 
 def load_yaml(text: str, max_depth: int = MAX_DEPTH) -> Any:
