@@ -19,6 +19,7 @@ from vscheduler.bench import (
     BenchSpec,
     generate,
     minimum_tidal_evictions,
+    scene_spec,
 )
 from vscheduler.cli import main
 from vscheduler.conf import parse_conf
@@ -206,3 +207,135 @@ def test_tidal_minimum_matches_a_search_over_the_generated_gangs(nodes, gpus, pe
                   if sum(cards[g] for g in chosen) >= pending),
                  default=sum(cards.values()))
     assert minimum_tidal_evictions(spec) == fewest
+
+
+def _bench_json(capsys, *flags: str) -> dict:
+    assert main(["bench", "--no-memory", "--output", "json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_arrivals_and_departures_are_set_apart(capsys):
+    # 20 nodes of 8 cards (two MIG nodes of 56 slices): 40 running leave room for all
+    figures = _bench_json(capsys, "--nodes", "20", "--jobs", "0", "--running", "40",
+                          "--sessions", "3", "--arrive", "5", "--depart", "2")
+    assert figures["spec"]["arrive"] == 5 and figures["spec"]["depart"] == 2
+    first, *later = figures["sessions"]
+    assert first["binds"] == 0 and [s["binds"] for s in later] == [5, 5]
+    arrivals_only = _bench_json(capsys, "--nodes", "20", "--jobs", "0", "--running", "40",
+                                "--sessions", "2", "--churn", "3", "--depart", "0")
+    assert arrivals_only["spec"]["arrive"] == 3 and arrivals_only["spec"]["depart"] == 0
+    assert arrivals_only["sessions"][1]["binds"] == 3
+
+
+def test_departures_alone_free_room_for_work_that_waited(capsys):
+    # one node of 8 cards, all taken; a job of one pod waits until a pod finishes
+    figures = _bench_json(capsys, "--nodes", "1", "--mig-every", "0", "--running", "8",
+                          "--shape", "1x1", "--sessions", "3", "--depart", "1")
+    assert [s["binds"] for s in figures["sessions"]] == [0, 1, 0]
+
+
+def test_churn_is_both_arrivals_and_departures():
+    spec = BenchSpec(churn=7)
+    assert (spec.arrive, spec.depart) == (7, 7)
+    assert (BenchSpec(churn=7, arrive=0).arrive, BenchSpec(churn=7, depart=1).depart) == (0, 1)
+    with pytest.raises(ValueError, match="arrive must be 0 or more"):
+        BenchSpec(arrive=-1)
+
+
+def test_shape_gives_the_pending_work_and_leaves_the_running_jobs_alone(capsys):
+    objects = generate(BenchSpec(nodes=10, running=12, tasks_per_job=4, jobs=3,
+                                 pending_tasks=5))
+    groups = {o["metadata"]["name"]: o["spec"]["minMember"] for o in objects
+              if o["kind"] == "PodGroup"}
+    assert {n: m for n, m in groups.items() if n.startswith("train")} == {
+        "train-00000": 5, "train-00001": 5, "train-00002": 5}
+    assert {n: m for n, m in groups.items() if n.startswith("running")} == {
+        "running-00000": 4, "running-00001": 4, "running-00002": 4}
+    figures = _bench_json(capsys, "--nodes", "10", "--running", "12", "--shape", "3x5")
+    assert figures["spec"]["jobs"] == 3 and figures["spec"]["pending_tasks"] == 5
+    assert figures["pods"] == 12 + 15 and figures["sessions"][0]["binds"] == 15
+    assert main(["bench", "--nodes", "4", "--shape", "2x3", "--no-memory"]) == 0
+    assert "2 pending jobs x 3 tasks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--shape", "8"], "is not JOBSxTASKS"),
+    (["--shape", "4x0"], "must be 1 or more"),
+    (["--shape=-1x2"], "must be 0 or more"),
+    (["--shape", "ax2"], "'a' is not a whole number"),
+    (["--shape", "2x2", "--jobs", "3"], "not allowed with argument"),
+    (["--arrive", "-1"], "must be 0 or more"),
+    (["--depart", "x"], "not a whole number"),
+])
+def test_bad_bench_flags_are_refused_by_name(capsys, flags, words):
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", *flags])
+    assert exited.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+def test_the_tidal_scene_takes_no_shape(capsys):
+    assert main(["bench", "--scene", "tidal", "--shape", "2x2"]) == 2
+    assert "takes no pending_tasks" in capsys.readouterr().err
+
+
+def test_the_summary_holds_medians_two_runs_are_compared_by(capsys):
+    figures = _bench_json(capsys, "--nodes", "20", "--jobs", "5", "--running", "30",
+                          "--sessions", "4", "--churn", "3")
+    summary = figures["summary"]
+    sessions = figures["sessions"]
+    totals = sorted(s["session_ms"] for s in sessions)
+    assert summary["median_session_ms"] == round((totals[1] + totals[2]) / 2, 2)
+    later = sorted(s["session_ms"] for s in sessions[1:])
+    assert summary["median_later_session_ms"] == later[1]
+    assert summary["first_session_ms"] == sessions[0]["session_ms"]
+    for phase, value in summary["median_later_phases_ms"].items():
+        assert value == sorted(s["phases_ms"].get(phase, 0.0) for s in sessions[1:])[1]
+    assert set(summary["median_phases_ms"]) == {"snapshot", "open", "enqueue", "allocate",
+                                                "backfill", "close"}
+    assert summary["binds"] == sum(s["binds"] for s in sessions)
+    assert summary["sessions"] == 4 and summary["pods"] == figures["pods"]
+    assert summary["load_ms"] == figures["load_ms"]
+    assert summary["pending_after_last"] == sessions[-1]["pending"]
+    # every figure a script compares is a number or a map of numbers (or None)
+    for value in summary.values():
+        assert value is None or isinstance(value, int | float | dict)
+
+
+def test_one_session_has_no_later_medians(capsys):
+    summary = _bench_json(capsys, "--nodes", "5", "--jobs", "1")["summary"]
+    assert summary["median_later_session_ms"] is None
+    assert summary["median_later_phases_ms"] is None
+    assert summary["median_session_ms"] == summary["first_session_ms"]
+    assert main(["bench", "--nodes", "5", "--jobs", "1", "--no-memory"]) == 0
+    assert "median session: " in capsys.readouterr().out
+
+
+def test_overload_scene_is_the_issues_cluster():
+    spec = scene_spec("overload")
+    assert (spec.nodes, spec.running, spec.jobs * spec.tasks_pending) == (5000, 60_000, 90_000)
+    # its cards: every tenth node is split into 7 MIG slices a card
+    cards = sum(spec.gpus_per_node * (7 if i % spec.mig_every == spec.mig_every - 1 else 1)
+                for i in range(spec.nodes))
+    assert cards == 64_000 and cards - spec.running < spec.jobs  # overloaded
+    # what is given wins over the scene's size
+    small = scene_spec("overload", nodes=10, running=None, jobs=6)
+    assert (small.nodes, small.running, small.jobs) == (10, 60_000, 6)
+
+
+def test_overload_scene_scaled_down_places_what_fits_and_keeps_the_rest_pending(capsys):
+    # a hundredth of the scene: 50 nodes, 600 running, 900 pending in gangs of four
+    figures = _bench_json(capsys, "--scene", "overload", "--nodes", "50", "--running", "600",
+                          "--jobs", "225", "--sessions", "2")
+    assert figures["scene"] == "overload" and figures["pods"] == 1500
+    first, second = figures["sessions"]
+    assert 0 < first["binds"] <= 640 - 600
+    assert first["pending"] >= 900 - 40 and second["binds"] == 0
+
+
+def test_the_overload_scene_generates_150000_pods_90000_pending():
+    objects = generate(scene_spec("overload"))
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    assert len(pods) == 150_000
+    assert sum(1 for p in pods if not p["spec"].get("nodeName")) == 90_000
+    assert sum(1 for o in objects if o["kind"] == "Node") == 5000

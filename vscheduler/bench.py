@@ -6,7 +6,10 @@ card quotas, gang jobs already running and gang jobs pending. Objects go through
 same parsing and cache as manifests do, so the figures are those of the real path.
 
 `--churn N` measures the steady state: before every session after the first, N running
-pods finish and N new pods arrive, so each session has work but little changed.
+pods finish and N new pods arrive, so each session has work but little changed;
+`--depart N` and `--arrive N` set the two apart (pods finishing only frees room, pods
+arriving only adds work). `--shape JOBSxTASKS` gives the pending work as JOBS gang jobs
+of TASKS pods each (the running jobs keep `--tasks-per-job`).
 
 `--scene` picks the cluster (see `SCENES`): besides the default one, two scenes where
 GPUs must be taken back from running work, whose figures (evictions, the time of the
@@ -17,6 +20,16 @@ reclaim and preempt phases) are what eviction is judged by:
 - `volcano-preempt`: Volcano's default conf with capacity-card and reclaim and preempt
   on, every card of the cluster taken by low-priority gangs and `jobs` high-priority
   one-pod jobs pending, so every session weighs victims on every node.
+
+and one sized as the cluster a session's cost is judged on (`SCENE_SIZES`):
+- `overload`: the default cluster at 5,000 nodes with 150,000 pods, 60,000 running and
+  90,000 pending in gangs of four, far more than the 4,000 cards left free: every
+  session tries them all and places few, so what a session costs when little changed
+  shows.
+
+The JSON figures end with a `summary` (medians over the sessions, and over the sessions
+after the first, which is the one that places the work already pending) that a script
+compares between two commits.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ import gc
 import json
 import random
 import resource
+import statistics
 import sys
 import time
 import tracemalloc
@@ -35,8 +49,9 @@ from vscheduler.conf import DEFAULT_CONF, SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
-__all__ = ["BENCH_CONF", "PREEMPT_CONF", "SCENES", "TIDAL_CONF", "BenchSpec", "churn",
-           "generate", "minimum_tidal_evictions", "run_bench", "scene_conf"]
+__all__ = ["BENCH_CONF", "PREEMPT_CONF", "SCENES", "SCENE_SIZES", "TIDAL_CONF", "BenchSpec",
+           "churn", "generate", "minimum_tidal_evictions", "run_bench", "scene_conf",
+           "scene_spec", "summarize"]
 
 # Volcano's default conf with capacity-card (per-card-model quotas) in the second tier.
 BENCH_CONF = DEFAULT_CONF.replace("  - name: proportion\n",
@@ -68,7 +83,12 @@ tiers:
   - name: nodeorder
 """
 # Each scene's conf when `--conf` is not given.
-SCENES = {"default": BENCH_CONF, "tidal": TIDAL_CONF, "volcano-preempt": PREEMPT_CONF}
+SCENES = {"default": BENCH_CONF, "tidal": TIDAL_CONF, "volcano-preempt": PREEMPT_CONF,
+          "overload": BENCH_CONF}
+# The sizes a scene has unless told otherwise (`scene_spec`). overload: 5,000 nodes hold
+# 64,000 cards (every tenth node split into 56 MIG slices), 60,000 of them taken.
+SCENE_SIZES: dict[str, dict[str, int]] = {
+    "overload": {"nodes": 5000, "running": 60_000, "jobs": 22_500, "tasks_per_job": 4}}
 
 CARD_MODELS = ("NVIDIA-H200", "NVIDIA-H800", "NVIDIA-GeForce-RTX-4090")
 CARD_MEMORY_MIB = {"NVIDIA-H200": 143771, "NVIDIA-H800": 81559,
@@ -90,25 +110,55 @@ class BenchSpec:
     tasks_per_job: int = 4
     running: int = 200
     sessions: int = 1
+    # Pods finishing and arriving before each session after the first: `churn` of each
+    # unless `depart` or `arrive` says otherwise.
     churn: int = 0
     seed: int = 1
     card_models: tuple[str, ...] = field(default=CARD_MODELS)
     scene: str = "default"
+    arrive: int | None = None
+    depart: int | None = None
+    # Pods in each pending job (`--shape`): None for the scene's own (`tasks_per_job`,
+    # or one in volcano-preempt).
+    pending_tasks: int | None = None
 
     def __post_init__(self) -> None:
+        if self.arrive is None:
+            self.arrive = self.churn
+        if self.depart is None:
+            self.depart = self.churn
         # Without nodes there is nothing to place on, and a job of no tasks never fills
         # its share of the running pods: the generator would loop forever.
         for name in ("nodes", "gpus_per_node", "cpu_per_node", "memory_gi_per_node",
                      "pods_per_node", "queues", "tasks_per_job", "sessions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be 1 or more, not {getattr(self, name)}")
-        for name in ("mig_every", "jobs", "running", "churn"):
+        for name in ("mig_every", "jobs", "running", "churn", "arrive", "depart"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if self.pending_tasks is not None and self.pending_tasks < 1:
+            raise ValueError(f"pending_tasks must be 1 or more, not {self.pending_tasks}")
         if not self.card_models:
             raise ValueError("card_models must name at least one card model")
         if self.scene not in SCENES:
             raise ValueError(f"scene must be one of {', '.join(SCENES)}, not {self.scene!r}")
+        if self.scene == "tidal" and self.pending_tasks is not None:
+            raise ValueError("the tidal scene's pending pods are inference replicas, one "
+                             "to a ReplicaSet: it takes no pending_tasks (--shape)")
+
+    @property
+    def tasks_pending(self) -> int:
+        """Pods in each pending job."""
+        if self.pending_tasks is not None:
+            return self.pending_tasks
+        return 1 if self.scene in ("tidal", "volcano-preempt") else self.tasks_per_job
+
+
+def scene_spec(scene: str = "default", **given: Any) -> BenchSpec:
+    """The spec of a scene: what is `given` (None is not given), else the scene's size
+    (`SCENE_SIZES`), else BenchSpec's defaults."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    return BenchSpec(**{**SCENE_SIZES.get(scene, {}), **chosen, "scene": scene})
 
 
 def scene_conf(scene: str) -> str:
@@ -222,7 +272,7 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
         placed += len(pods)
         job += 1
     # Pending gang jobs.
-    tasks = 1 if full else spec.tasks_per_job
+    tasks = spec.tasks_pending
     for j in range(spec.jobs):
         _, card, resource_name = rng.choice(node_cards)
         queue = rng.choice(queue_names)
@@ -332,7 +382,7 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     sessions = []
     rng = random.Random(spec.seed)
     for number in range(spec.sessions):
-        if number and spec.churn:
+        if number and (spec.arrive or spec.depart):
             churn(simulation, spec, rng, number)
         evicted_before = len(simulation.report.evictions)
         started = time.perf_counter()
@@ -367,18 +417,57 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
         minimum = minimum_tidal_evictions(spec)
         figures["minimum_evictions"] = minimum
         figures["evictions_ratio"] = round(evictions / minimum, 3) if minimum else None
+    figures["summary"] = summarize(figures)
     return figures
 
 
+def summarize(figures: dict[str, Any]) -> dict[str, Any]:
+    """What two runs are compared on, one level deep: the cost of loading, then of the
+    sessions as medians, over all of them and over those after the first (the first
+    places what was pending at the start; the later ones are the steady state, and
+    None with one session). A phase a session did not run counts 0 ms in it."""
+    sessions = figures["sessions"]
+    later = sessions[1:]
+    phases: list[str] = []
+    for session in sessions:
+        phases += [p for p in session["phases_ms"] if p not in phases]
+
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 2) if values else None
+
+    def phase_medians(chosen: list[dict[str, Any]]) -> dict[str, float | None] | None:
+        if not chosen:
+            return None
+        return {p: median([s["phases_ms"].get(p, 0.0) for s in chosen]) for p in phases}
+
+    return {
+        "pods": figures["pods"],
+        "sessions": len(sessions),
+        "generate_ms": figures["generate_ms"],
+        "load_ms": figures["load_ms"],
+        "cache_bytes_per_pod": figures["cache_bytes_per_pod"],
+        "peak_rss_mib": figures["peak_rss_mib"],
+        "first_session_ms": sessions[0]["session_ms"],
+        "median_session_ms": median([s["session_ms"] for s in sessions]),
+        "median_later_session_ms": median([s["session_ms"] for s in later]),
+        "median_phases_ms": phase_medians(sessions),
+        "median_later_phases_ms": phase_medians(later),
+        "binds": sum(s["binds"] for s in sessions),
+        "evictions": figures["evictions"],
+        "pending_after_last": sessions[-1]["pending"],
+    }
+
+
 def churn(simulation: Simulation, spec: BenchSpec, rng: random.Random, number: int) -> None:
-    """`spec.churn` running pods finish, and as many new pods (jobs of one) arrive."""
+    """`spec.depart` running pods finish, and `spec.arrive` new pods (jobs of one)
+    arrive, each asking for a card of a node chosen at random."""
     cache = simulation.cache
     running = sorted(key for key, task in cache.tasks.items() if task.node_name)
-    for key in rng.sample(running, min(spec.churn, len(running))):
+    for key in rng.sample(running, min(spec.depart or 0, len(running))):
         cache.delete_pod(key)
     nodes = sorted(cache.nodes)
     arrivals = []
-    for i in range(spec.churn):
+    for i in range(spec.arrive or 0):
         node = cache.nodes[rng.choice(nodes)]
         card, resource_name = _card_of(node.labels, node.allocatable.scalars)
         arrivals.append((f"churn#{number}.{i}", _pod(
@@ -398,7 +487,11 @@ def _card_of(labels: dict[str, str], allocatable: dict[str, float]) -> tuple[str
 
 def _cluster_line(figures: dict[str, Any]) -> str:
     spec = figures["spec"]
-    churned = f", churn {spec['churn']} pods per session" if spec.get("churn") else ""
+    arrive, depart = spec.get("arrive") or 0, spec.get("depart") or 0
+    if arrive == depart:
+        churned = f", churn {arrive} pods per session" if arrive else ""
+    else:
+        churned = f", {depart} pods finishing and {arrive} arriving per session"
     scene = spec.get("scene", "default")
     if scene == "tidal":
         return (f"cluster (tidal): {spec['nodes']} nodes of {spec['gpus_per_node']} GPUs, each "
@@ -407,11 +500,13 @@ def _cluster_line(figures: dict[str, Any]) -> str:
     if scene == "volcano-preempt":
         return (f"cluster (volcano-preempt): {spec['nodes']} nodes, {figures['pods']} pods, "
                 f"every card taken by low-priority gangs of {spec['tasks_per_job']}; "
-                f"{spec['jobs']} high-priority pods pending; {spec['queues']} queues, seed "
+                f"{spec['jobs']} high-priority jobs of {spec.get('pending_tasks') or 1} pods "
+                f"pending; {spec['queues']} queues, seed "
                 f"{spec['seed']}{churned}")
-    return (f"cluster: {spec['nodes']} nodes, {figures['pods']} pods "
-            f"({spec['running']} running, {spec['jobs']} pending jobs x "
-            f"{spec['tasks_per_job']} tasks), {spec['queues']} queues, seed {spec['seed']}"
+    tasks = spec.get("pending_tasks") or spec["tasks_per_job"]
+    return (f"cluster{' (overload)' if scene == 'overload' else ''}: {spec['nodes']} "
+            f"nodes, {figures['pods']} pods ({spec['running']} running, {spec['jobs']} "
+            f"pending jobs x {tasks} tasks), {spec['queues']} queues, seed {spec['seed']}"
             + churned)
 
 
@@ -444,4 +539,8 @@ def render(figures: dict[str, Any]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    summary = figures["summary"]
+    later = summary["median_later_session_ms"]
+    lines.append(f"median session: {summary['median_session_ms']:.1f} ms"
+                 + ("" if later is None else f"; after the first: {later:.1f} ms"))
     return "\n".join(lines) + "\n"

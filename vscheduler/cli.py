@@ -201,7 +201,7 @@ def _add_volcano_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from vscheduler.bench import BenchSpec, render, run_bench, scene_conf
+    from vscheduler.bench import render, run_bench, scene_conf, scene_spec
 
     try:
         conf = (load_conf(args.conf) if args.conf
@@ -209,10 +209,16 @@ def _bench(args: argparse.Namespace) -> int:
     except ConfError as err:
         print(f"vscheduler: bad conf: {err}", file=sys.stderr)
         return EXIT_USAGE
-    spec = BenchSpec(nodes=args.nodes, gpus_per_node=args.gpus_per_node, queues=args.queues,
-                     jobs=args.jobs, tasks_per_job=args.tasks_per_job, running=args.running,
-                     sessions=args.sessions, churn=args.churn, seed=args.seed,
-                     mig_every=args.mig_every, scene=args.scene)
+    jobs, pending_tasks = args.shape if args.shape else (args.jobs, None)
+    try:
+        spec = scene_spec(args.scene, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                          queues=args.queues, jobs=jobs, tasks_per_job=args.tasks_per_job,
+                          running=args.running, sessions=args.sessions, churn=args.churn,
+                          arrive=args.arrive, depart=args.depart, seed=args.seed,
+                          mig_every=args.mig_every, pending_tasks=pending_tasks)
+    except ValueError as err:
+        print(f"vscheduler: {err}", file=sys.stderr)
+        return EXIT_USAGE
     figures = run_bench(spec, conf, measure_memory=not args.no_memory,
                         node_sampling=_sampling(args))
     if args.output == "json":
@@ -223,6 +229,14 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _shape(text: str) -> tuple[int, int]:
+    """`JOBSxTASKS`: JOBS pending jobs (0 or more) of TASKS pods (1 or more)."""
+    jobs, x, tasks = text.lower().partition("x")
+    if not x:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JOBSxTASKS (example: 1000x8)")
+    return _count(jobs), _positive_int(tasks)
 
 
 def _duration(text: str) -> float:
@@ -394,8 +408,8 @@ def _parser() -> argparse.ArgumentParser:
         "bench", help="time real sessions on a generated cluster",
         description="Generate a GPU cluster from a seed, run sessions in-process and print "
                     "the time of each phase, pods placed per second and memory figures.")
-    bench.add_argument("--nodes", type=_positive_int, default=100, metavar="N",
-                       help="GPU nodes (default %(default)s)")
+    bench.add_argument("--nodes", type=_positive_int, metavar="N",
+                       help="GPU nodes (default 100; overload 5000)")
     bench.add_argument("--gpus-per-node", type=_positive_int, default=8, metavar="N",
                        help="cards on each node (default %(default)s)")
     bench.add_argument("--mig-every", type=_count, default=10, metavar="N",
@@ -403,21 +417,33 @@ def _parser() -> argparse.ArgumentParser:
                             "(default %(default)s)")
     bench.add_argument("--queues", type=_positive_int, default=4, metavar="N",
                        help="queues the jobs are spread over (default %(default)s)")
-    bench.add_argument("--jobs", type=_count, default=20, metavar="N",
-                       help="pending gang jobs (default %(default)s)")
-    bench.add_argument("--tasks-per-job", type=_positive_int, default=4, metavar="N",
-                       help="pods in each job, running or pending (default %(default)s)")
-    bench.add_argument("--running", type=_count, default=200, metavar="N",
-                       help="pods already running (default %(default)s)")
+    pending = bench.add_mutually_exclusive_group()
+    pending.add_argument("--jobs", type=_count, metavar="N",
+                         help="pending gang jobs, of --tasks-per-job pods each (default "
+                              "20; overload 22500)")
+    pending.add_argument("--shape", type=_shape, metavar="JOBSxTASKS",
+                         help="the pending work as JOBS gang jobs of TASKS pods each, "
+                              "instead of --jobs jobs of --tasks-per-job pods (which then "
+                              "sizes the running jobs only) (default: not given)")
+    bench.add_argument("--tasks-per-job", type=_positive_int, metavar="N",
+                       help="pods in each job, running or pending (default 4)")
+    bench.add_argument("--running", type=_count, metavar="N",
+                       help="pods already running (default 200; overload 60000)")
     bench.add_argument("--sessions", type=_positive_int, default=1, metavar="N",
                        help="sessions to run (default %(default)s)")
     bench.add_argument("--churn", type=_count, default=0, metavar="N",
                        help="before each session after the first, N running pods finish "
                             "and N new pods arrive, the steady state (default "
                             "%(default)s)")
+    bench.add_argument("--arrive", type=_count, metavar="N",
+                       help="new one-pod jobs arriving before each session after the "
+                            "first (default: --churn)")
+    bench.add_argument("--depart", type=_count, metavar="N",
+                       help="running pods finishing before each session after the first "
+                            "(default: --churn)")
     bench.add_argument("--seed", type=_int, default=1, metavar="N",
                        help="seed of the generated cluster (default %(default)s)")
-    bench.add_argument("--scene", choices=("default", "tidal", "volcano-preempt"),
+    bench.add_argument("--scene", choices=("default", "tidal", "volcano-preempt", "overload"),
                        default="default",
                        help="the cluster: default (running and pending gang jobs); tidal "
                             "(every node full with one training gang, --jobs one-GPU "
@@ -425,13 +451,16 @@ def _parser() -> argparse.ArgumentParser:
                             "reports evictions against the fewest that free enough); "
                             "volcano-preempt (every card taken by low-priority gangs, --jobs "
                             "high-priority pods pending, Volcano's default conf with "
-                            "capacity-card, reclaim and preempt) (default %(default)s)")
+                            "capacity-card, reclaim and preempt); overload (the default "
+                            "cluster at 5,000 nodes, 60,000 pods running and 90,000 pending, "
+                            "far more than the cards left) (default %(default)s)")
     bench.add_argument("--conf", help="conf to run (default: the scene's; for the default "
                                       "scene Volcano's default conf with capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
                        help="skip the cache memory measurement (tracemalloc slows loading)")
     bench.add_argument("--output", choices=("text", "json"), default="text",
-                       help="report format (default %(default)s)")
+                       help="report format; json ends with a summary of medians to compare "
+                            "two runs by (default %(default)s)")
     _add_sampling_flags(bench)
     bench.set_defaults(run=_bench)
 
