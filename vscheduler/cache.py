@@ -11,6 +11,8 @@ missing waits, with a Warning event saying so.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from vscheduler.model import (
     BARE_JOB_SUFFIX,
     Condition,
@@ -203,8 +205,11 @@ class Cache:
         if job is None:
             self.jobs[uid] = Job(spec, queue)
             return
-        # The job keeps its tasks and takes the new spec, with the status it says.
-        job.dirty = True
+        # The job keeps its tasks and takes the new spec, with the status it says. A
+        # change of status alone (our own write, seen again by the watch) leaves the last
+        # snapshot's copy good: it takes the spec and conditions from here when handed on.
+        if job.phase != spec.phase or not _same_but_status(job.spec, spec):
+            job.dirty = True
         job.spec = spec
         job.queue = queue
         job.phase = spec.phase
@@ -306,8 +311,10 @@ class Cache:
                 a.same_as(b) for a, b in zip(job.conditions, conditions, strict=True)):
             return not counted
         self.generation += 1
-        job.dirty = True
+        if job.phase != phase:
+            job.dirty = True  # (what plugins derive from a job may read its phase)
         job.phase = phase
+        # (not dirty for the conditions: the copy that set them is handed on with these)
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
                           for c in conditions]
         return True
@@ -426,8 +433,12 @@ class _CopyOnWrite:
         clone = self.old_jobs.pop(job.uid, None)
         if clone is not None and not (clone.dirty or job.dirty) \
                 and clone.held_only == held_only:
-            # What sessions change without marking the job dirty is reset.
+            # What sessions change without marking the job dirty is reset: its status
+            # and fit errors; and a spec the cache took with a new status alone.
             clone.phase = job.phase
+            if clone.conditions != job.conditions:  # (frozen Conditions: by identity)
+                clone.conditions = list(job.conditions)
+            clone.spec = job.spec
             if clone.fit_errors:
                 clone.fit_errors = {}
             return clone
@@ -478,6 +489,18 @@ class _CopyOnWrite:
                 current = self.clones.get(key) or cache_tasks.get(key)
                 if current is not None and current is not entry[0]:
                     node.tasks[key] = (current, entry[1])
+
+
+# What a PodGroup's status holds: the scheduler's own figures, written after sessions.
+_STATUS_FIELDS = frozenset({"phase", "conditions", "counts", "resource_version"})
+_SPEC_FIELDS = tuple(f.name for f in fields(PodGroupSpec) if f.name not in _STATUS_FIELDS)
+
+
+def _same_but_status(old: PodGroupSpec, new: PodGroupSpec) -> bool:
+    """Whether two readings of a PodGroup differ in their status at most (so a session
+    would schedule its job alike)."""
+    return old is new or all(getattr(old, name) == getattr(new, name)
+                             for name in _SPEC_FIELDS)
 
 
 def _same_spec(node: Node, spec: NodeSpec) -> bool:

@@ -172,8 +172,9 @@ def on_session_open(session: SessionView) -> None:
     or node on to the next one when neither the cache nor that session changed it. So:
 
     - change jobs and nodes only through the session (statements) or their methods
-      (`Job.set_condition`, `Node.add_task`, ...), which mark them `dirty`; a plugin
-      that sets a field itself must set `dirty = True` too;
+      (`Job.update_task_status`, `Node.add_task`, ...), which mark them `dirty`; a
+      plugin that sets a field itself must set `dirty = True` too (a job's conditions
+      excepted: `Job.set_condition` says why);
     - what you derive from a job at open (sums over its pods, say) may be kept in
       `job.memo[your plugin's name]` and reused by the next session while the job copy
       is the same: a copy made anew starts with an empty memo. Store beside it what else

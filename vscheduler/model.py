@@ -255,7 +255,8 @@ class Job:
         self.allocated = Resource()
         self.fit_errors: dict[str, NodeFitErrors] = {}
         # Changed since it was copied (or, in the cache, since the last snapshot): a
-        # snapshot copies it anew instead of handing on the last session's copy.
+        # snapshot copies it anew instead of handing on the last session's copy. Its
+        # conditions are left out: the snapshot gives the copy the cache's own.
         self.dirty = True
         # What plugins derived from this copy at session open, by plugin. A snapshot
         # hands a copy on only if nothing changed it, so the next session's plugins may
@@ -461,7 +462,10 @@ class Job:
         return message
 
     def set_condition(self, condition: Condition) -> None:
-        self.dirty = True
+        """Set the condition of its type. This leaves the job clean (`dirty`): conditions
+        are its status, which the cache takes from every session's copy after it and a
+        snapshot hands on from the cache, whatever the copy holds (nothing derived at
+        open reads them)."""
         for i, existing in enumerate(self.conditions):
             if existing.type == condition.type:
                 self.conditions[i] = condition

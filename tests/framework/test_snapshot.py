@@ -87,7 +87,22 @@ def _simulation(objects: list[dict[str, Any]], conf_name: str, cache: type[Cache
 
 
 CHANGES = ("delete-pod", "readd-pod", "delete-node", "readd-node", "delete-podgroup",
-           "readd-podgroup", "delete-queue", "readd-queue", "unbind", "none")
+           "readd-podgroup", "echo-podgroup", "delete-queue", "readd-queue", "unbind",
+           "none")
+
+
+def _written(obj: dict[str, Any], job: Job) -> dict[str, Any]:
+    """A PodGroup as the daemon's watch sees it again after writing `job`'s status
+    (with the fields the writer sets, and a new resourceVersion)."""
+    echo = copy.deepcopy(obj)
+    echo["metadata"]["resourceVersion"] = str(int(
+        echo["metadata"].get("resourceVersion", "0")) + 1)
+    echo["status"] = {
+        "phase": job.phase, "running": job.count(S.RUNNING),
+        "succeeded": job.count(S.SUCCEEDED), "failed": job.count(S.FAILED),
+        "conditions": [{**c.as_dict(), "lastTransitionTime": "2025-01-01T00:00:00Z"}
+                       for c in job.conditions]}
+    return echo
 
 
 def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
@@ -119,6 +134,9 @@ def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
         cache.delete_queue(meta["name"])
     elif kind.startswith("readd-"):
         simulation._add(obj, float(pick))
+    elif kind == "echo-podgroup" and key in cache.jobs and key in cache.podgroups:
+        # (read as when first read: its creation is the order of an object without one)
+        simulation._add(_written(obj, cache.jobs[key]), cache.podgroups[key].creation)
 
 
 _NOT_STATE = {"session", "args", "_tasks"}  # (task facts are read lazily, when asked)
@@ -310,3 +328,65 @@ def test_running_pods_of_a_deleted_podgroup_still_count_against_their_queue(reus
     assert report["pending"]["default/run-1"] == [
         "PodGroup default/run not found: the pod waits for it"]
     assert report["queues"]["q1"]["allocated"]["cpu"] == "1"
+
+
+def _running_gangs(count: int) -> list[dict[str, Any]]:
+    """Gangs of 2 running on their nodes, their PodGroups Running with no conditions
+    yet, and a pod that fits nowhere (so every session has work)."""
+    objects: list[dict[str, Any]] = [b.node("n1", cpu="4"), b.node("n2", cpu="4")]
+    for i in range(count):
+        group = b.podgroup(f"g{i}", 2, phase="Running", creation="2025-01-01T00:00:00Z")
+        objects += [group, *(b.pod(f"g{i}-{k}", cpu="1", group=f"g{i}",
+                                   node_name=f"n{1 + i % 2}", phase="Running")
+                             for k in range(2))]
+    return [*objects, b.pod("huge", cpu="64")]
+
+
+def test_conditions_a_session_set_leave_its_copies_good_for_the_next():
+    """The first session writes every gang's Scheduled condition; the next one hands on
+    the same copies (and what plugins kept in them) with the cache's conditions."""
+    simulation = _simulation(_running_gangs(4), "default", _CheckedCache)
+    cache = simulation.cache
+    first = cache.snapshot()
+    first_jobs = dict(first.jobs)
+    simulation.run(1)  # the session used `first`'s copies and set their conditions
+    assert [c.type for c in cache.jobs["default/g0"].conditions] == ["Scheduled"]
+    second = cache.snapshot()
+    for uid in ("default/g0", "default/g1", "default/g2", "default/g3"):
+        job = second.jobs[uid]
+        assert job is first_jobs[uid], uid
+        assert job.memo, uid  # what plugins read at the first open is kept
+        assert job.conditions == cache.jobs[uid].conditions  # (the cache's very ones)
+        assert job.conditions is not cache.jobs[uid].conditions
+
+
+def test_a_podgroup_seen_again_with_its_written_status_is_not_copied_again():
+    """The daemon writes a PodGroup's status and its watch brings the object back: the
+    job's copy is still good. A change to what it asks (minMember) is copied anew."""
+    objects = _running_gangs(2)
+    simulation = _simulation(objects, "default", _CheckedCache)
+    cache = simulation.cache
+    simulation.run(2)
+    before = dict(cache.snapshot().jobs)
+    groups = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodGroup"}
+    simulation._add(_written(groups["g0"], cache.jobs["default/g0"]), 0.0)
+    changed = _written(groups["g1"], cache.jobs["default/g1"])
+    changed["spec"]["minMember"] = 1
+    simulation._add(changed, 0.0)
+    after = cache.snapshot()
+    assert after.jobs["default/g0"] is before["default/g0"]
+    assert after.jobs["default/g0"].spec is cache.jobs["default/g0"].spec
+    assert after.jobs["default/g1"] is not before["default/g1"]
+    assert after.jobs["default/g1"].min_available == 1
+
+
+def test_a_phase_written_makes_a_new_copy():
+    """What plugins derive from a job may read its phase (an admitted job holds its
+    queue's room): a job whose phase changed is copied anew, its memo empty."""
+    simulation = _simulation([b.node("n1", cpu="4"), *b.gang("train", 2, cpu="1")],
+                             "default", _CheckedCache)
+    cache = simulation.cache
+    first = dict(cache.snapshot().jobs)
+    simulation.run(1)  # admitted and bound: Inqueue
+    assert cache.jobs["default/train"].phase == "Inqueue"
+    assert cache.snapshot().jobs["default/train"] is not first["default/train"]
