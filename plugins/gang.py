@@ -116,7 +116,10 @@ class GangPlugin(Plugin):
 
     @hookimpl
     def on_session_close(self, session: SessionView) -> None:
-        for job in session.jobs.values():
+        # Only the jobs whose close may differ from the last session's: the others are
+        # ready and have their conditions (see framework.close).
+        for uid in session.result.changed_jobs:
+            job = session.jobs[uid]
             if not job.tasks or job.bare:
                 continue
             timed_out = self._timed_out(job)

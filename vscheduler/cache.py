@@ -199,6 +199,7 @@ class Cache:
         self.generation += 1
         uid = f"{spec.namespace}/{spec.name}"
         self.podgroups[uid] = spec
+        counts_seen = self._status_counts.get(uid)
         self._status_counts[uid] = spec.counts
         queue = spec.queue or self.default_queue
         job = self.jobs.get(uid)
@@ -208,7 +209,9 @@ class Cache:
         # The job keeps its tasks and takes the new spec, with the status it says. A
         # change of status alone (our own write, seen again by the watch) leaves the last
         # snapshot's copy good: it takes the spec and conditions from here when handed on.
-        if job.phase != spec.phase or not _same_but_status(job.spec, spec):
+        # (Other counts than those last written: the next session writes them again.)
+        if (job.phase != spec.phase or counts_seen != spec.counts
+                or not _same_but_status(job.spec, spec)):
             job.dirty = True
         job.spec = spec
         job.queue = queue

@@ -108,7 +108,9 @@ class Scheduler:
         for eviction in result.evictions:
             cache.set_releasing(eviction.task)
             self.evictor.evict(cache.tasks[eviction.task], eviction)
-        for uid, job in session.jobs.items():
+        # (the other jobs close as before: the cache holds their status, as written)
+        for uid in result.changed_jobs:
+            job = session.jobs[uid]
             changed = cache.set_podgroup_status(uid, job.phase, job.conditions)
             if changed and not (job.bare or job.held_only):  # (else no PodGroup to write)
                 self.status.podgroup(job)

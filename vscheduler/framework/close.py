@@ -5,10 +5,19 @@ pending waits (its reasons, a FailedScheduling event, the PodGroup's Unschedulab
 event), which pods are pipelined or nominated, and what each queue holds. A queue's
 figures count only what its jobs hold for good (`held_for_good`): a gang's allocations
 that were never committed are pending pods, not the queue's.
+
+A close costs what changed: a job copy handed on unchanged from the last session (see
+the cache's snapshot), which that session's close left *settled* (nothing waits, its
+gang ready or empty) and whose status the cache took as it was, closes as before: no
+pending reasons, no events, the same phase and conditions. Such a job is not visited
+again: the close, the gang's close and the status writes visit only the others
+(`SessionResult.changed_jobs`), and its PodGroup's entry in the result is its status as
+it stands.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vscheduler.model import (
@@ -16,6 +25,7 @@ from vscheduler.model import (
     COMPLETED_STATUSES,
     PLACED_FOR_GOOD,
     SCHEDULED_STATUSES,
+    Condition,
     Job,
     Node,
     Task,
@@ -34,6 +44,10 @@ __all__ = ["NO_NODES", "add_held_for_good", "close_session", "held_for_good", "p
 S = TaskStatus
 # Why every pod waits in a session with no nodes at all (none yet, or none readable).
 NO_NODES = "0/0 nodes are available: the cluster has no nodes."
+# The key in `Job.memo` under which a close leaves how it left the job copy.
+MEMO_KEY = "framework.close"
+# Tasks that make a close say something each session (reasons, events, pipelined pods).
+_WAITING = S.PENDING | S.ALLOCATED | S.PIPELINED
 
 
 def held_for_good(job: Job) -> Resource:
@@ -52,18 +66,89 @@ def add_held_for_good(total: Resource, job: Job) -> Resource:
     return total
 
 
+@dataclass(slots=True)
+class _Closed:
+    """How a close left a settled job copy: its result `entry` (phase and a copy of its
+    conditions) and the `conf` it closed by."""
+
+    entry: tuple[str, list[Condition]]
+    conf: object
+
+
+def _same_conditions(left: list[Condition], right: list[Condition]) -> bool:
+    return len(left) == len(right) and all(
+        a is b or a.same_as(b) for a, b in zip(left, right, strict=True))
+
+
+def _remember(session: Session, job: Job, entry: tuple[str, list[Condition]]) -> None:
+    """Leave on the copy how this close left it, if the next close of the copy, still
+    unchanged, would decide the same (see `_sort_jobs`)."""
+    if job.count(_WAITING) == 0 and (not job.tasks or job.is_ready()):
+        job.memo[MEMO_KEY] = _Closed(entry, session.conf)
+    else:
+        job.memo.pop(MEMO_KEY, None)
+
+
+def _sort_jobs(session: Session) -> list[Job]:
+    """The jobs whose close may differ from the last session's, each queue's figures
+    summed (over every job), and the PodGroups' result entries, in the session's order
+    (those of the jobs to visit are filled in later).
+
+    A job closes as before if its copy was handed on (neither the cache nor the last
+    session changed its tasks since the last close: a copy made anew has no memo), this
+    session did not change it (`dirty`), the cache holds the phase and conditions that
+    close left (an outside write of either is seen here), and that close left it
+    settled, by the same conf (a reloaded one may close otherwise). A settled job's
+    close depends on nothing else: without waiting tasks there are no reasons, no nodes
+    to name, no time-out (a ready gang is never timed out), its phase is a fixed point
+    of its counts, and the gang has nothing to add to its conditions."""
+    result = session.result
+    podgroups = result.podgroups
+    queues = result.queues
+    for name in session.queues:
+        queues[name] = Resource()
+    conf = session.conf
+    visit: list[Job] = []
+    for uid, job in session.jobs.items():
+        closed = job.memo.get(MEMO_KEY)
+        conditions = job.conditions
+        if (closed is None or job.dirty or closed.entry[0] != job.phase
+                or closed.conf is not conf
+                or (closed.entry[1] != conditions  # (shared Conditions: by identity)
+                    and not _same_conditions(closed.entry[1], conditions))):
+            visit.append(job)
+            entry = None
+            allocated = queues.get(job.queue)
+            if allocated is not None:
+                add_held_for_good(allocated, job)
+        else:
+            entry = closed.entry
+            if entry[1] != conditions:  # the cache's own, as a full close gives
+                entry = closed.entry = (entry[0], list(conditions))
+            allocated = queues.get(job.queue)
+            if allocated is not None:
+                allocated.add(job.allocated)  # (settled: all it holds is for good)
+        if not (job.bare or job.held_only):
+            podgroups[uid] = entry  # type: ignore[assignment]
+    result.changed_jobs = [job.uid for job in visit]
+    return visit
+
+
 def close_session(session: Session) -> SessionResult:
     """Tell the plugins the session closes, then write what it leaves behind into its
-    result."""
+    result. Jobs that close as before are passed by (see `_sort_jobs`)."""
+    visit = _sort_jobs(session)
     session.on_session_close(session)
     result = session.result
     for obj, reason, message in session.snapshot.warnings:
         session.event(obj, "Warning", reason, message)
-    for uid, job in session.jobs.items():
+    for job in visit:
+        uid = job.uid
         job.phase = podgroup_phase(session, job)
+        # (a copy: the job may be handed on to the next session)
+        entry = (job.phase, list(job.conditions))
         if not (job.bare or job.held_only):
-            # (a copy: the job may be handed on to the next session)
-            result.podgroups[uid] = (job.phase, list(job.conditions))
+            result.podgroups[uid] = entry
         # Allocated but never committed (the job only got pipelined): nothing was
         # decided for these, so they are pending too, with where they could go.
         for task in job.tasks_in(S.ALLOCATED):
@@ -82,16 +167,11 @@ def close_session(session: Session) -> SessionResult:
             result.pipelined[task.key] = task.node_name
             if task.eviction_occurred:
                 result.nominated[task.key] = task.node_name
+        _remember(session, job, entry)
     for key, (task, reason) in session.snapshot.skipped.items():
         result.pending[key] = [reason]
         job_name = key if is_bare_job(task.job_id) else task.job_id
         result.pending_jobs.setdefault(job_name, ("", []))[1].append(key)
-    for name in session.queues:
-        result.queues[name] = Resource()
-    for job in session.jobs.values():
-        allocated = result.queues.get(job.queue)
-        if allocated is not None:
-            add_held_for_good(allocated, job)
     return result
 
 

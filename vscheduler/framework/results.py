@@ -67,8 +67,8 @@ class Eviction:
 class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
-    __slots__ = ("binds", "events", "evictions", "nominated", "pending", "pending_jobs",
-                 "pipelined", "podgroups", "queue_cards", "queues", "timeouts")
+    __slots__ = ("binds", "changed_jobs", "events", "evictions", "nominated", "pending",
+                 "pending_jobs", "pipelined", "podgroups", "queue_cards", "queues", "timeouts")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
@@ -88,3 +88,6 @@ class SessionResult:
         self.events: list[Event] = []
         # PodGroups that passed their scheduleTimeoutSeconds in this session
         self.timeouts: list[str] = []
+        # the jobs the close visited, whose status may have changed (the others close as
+        # they did in the last session: see framework.close)
+        self.changed_jobs: list[str] = []
