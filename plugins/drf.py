@@ -35,13 +35,24 @@ ORDER_DELTA = 1e-9
 
 
 class _JobAttr:
-    """What drf tracks of one job: its allocation and the dominant share it gives."""
+    """What drf tracks of one job: its allocation and the dominant share it gives. The
+    allocation starts as the one read at an earlier session (the job's memo, shared) and
+    is copied only when this session changes it: most jobs of a session never do, and
+    copying every job's at open was most of drf's open."""
 
-    __slots__ = ("allocated", "share")
+    __slots__ = ("allocated", "owned", "share")
 
     def __init__(self, allocated: Resource, share: float) -> None:
         self.allocated = allocated
+        self.owned = False
         self.share = share
+
+    def own(self) -> Resource:
+        """The allocation, this session's own to change."""
+        if not self.owned:
+            self.allocated = self.allocated.clone()
+            self.owned = True
+        return self.allocated
 
 
 class DrfPlugin(Plugin):
@@ -61,7 +72,7 @@ class DrfPlugin(Plugin):
                 allocated = job.allocated  # (its tasks in ALLOCATED_STATUSES)
                 known = job.memo[self.name] = (session.node_specs, allocated.clone(),
                                                self.dominant_share(allocated))
-            self.jobs[job.uid] = _JobAttr(known[1].clone(), known[2])
+            self.jobs[job.uid] = _JobAttr(known[1], known[2])
 
     # ---------------------------------------------------------------- shares
 
@@ -124,13 +135,11 @@ class DrfPlugin(Plugin):
     def allocate_event(self, task: Task) -> str | None:
         attr = self.jobs.get(task.job_id)
         if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.share = self.dominant_share(attr.allocated)
+            attr.share = self.dominant_share(attr.own().add(task.resreq))
         return None
 
     @hookimpl
     def deallocate_event(self, task: Task) -> None:
         attr = self.jobs.get(task.job_id)
         if attr is not None:
-            attr.allocated.sub(task.resreq)
-            attr.share = self.dominant_share(attr.allocated)
+            attr.share = self.dominant_share(attr.own().sub(task.resreq))
