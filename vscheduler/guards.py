@@ -254,8 +254,6 @@ class EvictionCap:
                 return f"owner/{pod.owner_uid}"
         return job.uid
 
-    def _measure(self, amount: Resource, asked: Resource) -> float:
-        return gpus_of(amount) if gpus_of(asked) > 0 else share_of(amount, self.total)
 
     def allows(self, job: Job, evicted: Resource, plan: Resource, ratio: float) -> bool:
         """Whether `plan` may be evicted for `job`, when `evicted` already has been for
@@ -263,5 +261,6 @@ class EvictionCap:
         if ratio <= 0 or evicted.is_empty():
             return True
         asked = self.asked.get(self.key(job), Resource())
-        limit = ratio * self._measure(asked, asked)
-        return self._measure(evicted.clone().add(plan), asked) <= limit + 1e-9
+        total = self.total
+        measure = gpus_of if gpus_of(asked) > 0 else (lambda r: share_of(r, total))
+        return measure(evicted.clone().add(plan)) <= ratio * measure(asked) + 1e-9

@@ -320,10 +320,6 @@ class Plans:
         self.by_node: dict[str, tuple[Key, list[Task]] | None] = {}
         self.roomy: set[int] | None = None
 
-    def maybe_roomy(self, node: Node) -> bool:
-        """Whether `node` may have room without an eviction."""
-        return self.roomy is None or node.position in self.roomy
-
     def roomy_in_order(self, node_list: list[Node]) -> Iterable[Node]:
         """The nodes of `node_list` (all of the session's, in order) that may have room
         without an eviction: only those that changed since none had, not all."""
@@ -590,22 +586,17 @@ def _cheapest_singles(session: Session, preemptor: Task, node: Node, victims: li
                       room: Callable[[list[Task]], bool] | None) -> list[Task] | None:
     """The cheapest set of victims that break no gang and make room for `preemptor` on
     `node` (`strategies.cheapest_cover`), or None (then victims are taken in order)."""
-    base = node.future_idle()
-    need = preemptor.resreq
 
     def suffices(chosen: list[Task]) -> bool:
-        available = base.clone()
-        for victim in chosen:
-            available.add(victim.resreq)
-        return _fits(need, available) and (room is None or room(chosen))
+        return _could_fit(preemptor, node, chosen) and (room is None or room(chosen))
 
-    short = max(gpus_of(need) - gpus_of(base), 0.0)
+    short = max(gpus_of(preemptor.resreq) - gpus_of(node.future_idle()), 0.0)
     return cheapest_cover(session, _singles(session, preemptor, victims, gang_safe),
                           suffices, short)
 
 
 def _could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
-    """Whether evicting every victim would make room at all (else skip the node)."""
+    """Whether evicting `victims` would make room for `task` on `node` (resources only)."""
     available = node.future_idle()
     for victim in victims:
         available.add(victim.resreq)

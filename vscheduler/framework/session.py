@@ -26,7 +26,7 @@ from vscheduler.framework.results import Event, Eviction, EvictionTerms, Session
 from vscheduler.framework.statement import Statement
 from vscheduler.guards import EvictionCap
 from vscheduler.hookspecs import RULES, Reject
-from vscheduler.model import Job, Node, Queue, Task, TaskStatus
+from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 S = TaskStatus
-_PLACED = S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED | S.PIPELINED
+_PLACED = ALLOCATED_STATUSES | S.PIPELINED  # placed, or waiting to be
 _SESSION_COUNTER = itertools.count(1)
 
 
