@@ -67,8 +67,10 @@ from collections.abc import Hashable
 from vscheduler.card_ledger import (
     CARD_NAME_REASON,
     CARD_REQUEST_REASON,
+    SUMS,
     CardLedger,
     Failure,
+    NodeCardIndex,
     QueueCards,
 )
 from vscheduler.fit import Unfit
@@ -135,11 +137,14 @@ class CapacityCardPlugin(Plugin):
         self.overcommit = float(self.args.get("overCommitFactor") or 0.0)
         self._warned: set[tuple[str, str]] = set()
         self._unlisted_unfit: dict[str, Unfit] = {}
+        nodes = session.keep(f"{self.name}.nodes", session.node_specs,
+                             lambda: NodeCardIndex(session.node_list, self.name))
         self.ledger = ledger = CardLedger(
-            session.node_list, session.queues, session.jobs,
+            nodes, session.queues, session.jobs,
             unlimited=self.unlimited,
             order_step=NODE_ORDER_STEP * float(self.args.get("nodeOrderWeight", 1.0)),
-            memo_key=self.name, node_specs=session.node_specs, args=self.args)
+            open_tally=lambda count: session.tally(
+                self.name, (session.node_specs, self.args), len(SUMS), count))
         for queue, message in ledger.quota_errors:
             self._warn(f"Queue/{queue}", CARD_QUOTA_REASON, message)
         # read directly by the per-task-per-node hooks
@@ -150,7 +155,8 @@ class CapacityCardPlugin(Plugin):
     def on_session_close(self, session: SessionView) -> None:
         """Each queue's cards placed for good, in whole cards, for the report (every
         queue with a card quota or using cards)."""
-        session.result.queue_cards.update(self.ledger.queue_cards())
+        session.result.queue_cards.update(
+            self.ledger.queue_cards(session.result.changed_jobs))
 
     # ================================================================ enqueue
 

@@ -23,6 +23,7 @@ from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Job, Task
 from vscheduler.plugin import Plugin
 from vscheduler.resources import Resource, share
+from vscheduler.tally import Part
 
 __all__ = ["DrfPlugin"]
 
@@ -36,9 +37,9 @@ ORDER_DELTA = 1e-9
 
 class _JobAttr:
     """What drf tracks of one job: its allocation and the dominant share it gives. The
-    allocation starts as the one read at an earlier session (the job's memo, shared) and
-    is copied only when this session changes it: most jobs of a session never do, and
-    copying every job's at open was most of drf's open."""
+    allocation starts as the one kept from the session's open (shared with the next
+    session) and is copied only when this session changes it: most jobs of a session
+    never do."""
 
     __slots__ = ("allocated", "owned", "share")
 
@@ -55,6 +56,11 @@ class _JobAttr:
         return self.allocated
 
 
+def _allocation(job: Job) -> Part:
+    """What a job holds as the session opens (its tasks in ALLOCATED_STATUSES)."""
+    return job.queue, (job.allocated.clone(),)
+
+
 class DrfPlugin(Plugin):
     name = "drf"
 
@@ -64,15 +70,23 @@ class DrfPlugin(Plugin):
         self.total = session.total_resource
         # The dimensions the cluster has: a share is taken over these only.
         self.dimensions = self.total.names()
+        # Each job's allocation as the session opened, kept between sessions (a job
+        # copied anew is read again); its `_JobAttr` is made when first asked, since
+        # most jobs of a busy cluster never are in a session.
+        self.opened = session.tally(self.name, session.node_specs, 1, _allocation)
         self.jobs: dict[str, _JobAttr] = {}
-        for job in session.jobs.values():
-            # Read once per job copy (see Job.memo); the share holds while the nodes do.
-            known = job.memo.get(self.name)
-            if known is None or known[0] != session.node_specs:
-                allocated = job.allocated  # (its tasks in ALLOCATED_STATUSES)
-                known = job.memo[self.name] = (session.node_specs, allocated.clone(),
-                                               self.dominant_share(allocated))
-            self.jobs[job.uid] = _JobAttr(known[1], known[2])
+
+    def attr_of(self, uid: str) -> _JobAttr | None:
+        """What drf tracks of a job of the session (None for a job it does not hold)."""
+        attr = self.jobs.get(uid)
+        if attr is not None:
+            return attr
+        part = self.opened.parts.get(uid)
+        if part is None or uid not in self.session.jobs:
+            return None
+        allocated = part[1][0]
+        attr = self.jobs[uid] = _JobAttr(allocated, self.dominant_share(allocated))
+        return attr
 
     # ---------------------------------------------------------------- shares
 
@@ -84,7 +98,7 @@ class DrfPlugin(Plugin):
 
     def job_share(self, uid: str) -> float:
         """The dominant share of a job now (0 for a job this session does not know)."""
-        attr = self.jobs.get(uid)
+        attr = self.attr_of(uid)
         return attr.share if attr is not None else 0.0
 
     # ---------------------------------------------------------------- order
@@ -101,7 +115,7 @@ class DrfPlugin(Plugin):
     @hookimpl
     def preemptor_signature(self, task: Task) -> float | None:
         """The dominant share its job would reach with it (None: a job not known here)."""
-        attr = self.jobs.get(task.job_id)
+        attr = self.attr_of(task.job_id)
         if attr is None:
             return None
         return round(self.dominant_share(attr.allocated.clone().add(task.resreq)), 12)
@@ -110,14 +124,14 @@ class DrfPlugin(Plugin):
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates whose job, once each earlier candidate of that job is gone too,
         would still hold at least the share the preemptor's job would reach."""
-        attr = self.jobs.get(preemptor.job_id)
+        attr = self.attr_of(preemptor.job_id)
         if attr is None:
             return None
         preemptor_share = self.dominant_share(attr.allocated.clone().add(preemptor.resreq))
         remaining: dict[str, Resource] = {}
         victims = []
         for task in candidates:
-            victim_attr = self.jobs.get(task.job_id)
+            victim_attr = self.attr_of(task.job_id)
             if victim_attr is None:
                 continue
             left = remaining.get(task.job_id)
@@ -133,13 +147,13 @@ class DrfPlugin(Plugin):
 
     @hookimpl
     def allocate_event(self, task: Task) -> str | None:
-        attr = self.jobs.get(task.job_id)
+        attr = self.attr_of(task.job_id)
         if attr is not None:
             attr.share = self.dominant_share(attr.own().add(task.resreq))
         return None
 
     @hookimpl
     def deallocate_event(self, task: Task) -> None:
-        attr = self.jobs.get(task.job_id)
+        attr = self.attr_of(task.job_id)
         if attr is not None:
             attr.share = self.dominant_share(attr.own().sub(task.resreq))

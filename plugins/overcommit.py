@@ -17,11 +17,22 @@ from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job
 from vscheduler.plugin import Argument, Plugin
 from vscheduler.quota import owed_minimum, quota_exceeded, without_gated
-from vscheduler.resources import Resource
+from vscheduler.tally import Part
 
 __all__ = ["DEFAULT_FACTOR", "OvercommitPlugin"]
 
 DEFAULT_FACTOR = 1.2
+
+
+def _held(job: Job) -> Part:
+    """What an admitted job holds of the room: all of its minResources while Inqueue
+    (what it already has is not deducted, as in Volcano), and what it still lacks of
+    them while Running with at least minMember tasks placed."""
+    if job.min_resources is None:
+        return job.queue, (None,)
+    if job.phase == "Inqueue":
+        return job.queue, (without_gated(job, job.min_resources),)
+    return job.queue, (owed_minimum(job),)
 
 
 class OvercommitPlugin(Plugin):
@@ -39,24 +50,10 @@ class OvercommitPlugin(Plugin):
         # Volcano's rule: a factor that would admit less than the cluster holds is a
         # mistake, and the default is used instead.
         self.factor = factor if factor is not None and factor >= 1 else DEFAULT_FACTOR
-        self.idle = session.total_resource.clone().multiply(self.factor)
-        for node in session.node_list:
-            self.idle.sub(node.used)
-        self.inqueue = Resource()
-        for job in session.jobs.values():
-            self.inqueue.add(self._held(job))
-
-    @staticmethod
-    def _held(job: Job) -> Resource:
-        """What an admitted job holds of the room: all of its minResources while
-        Inqueue (what it already has is not deducted, as in Volcano), and what it still
-        lacks of them while Running with at least minMember tasks placed."""
-        if job.min_resources is None:
-            return Resource()
-        if job.phase == "Inqueue":
-            return without_gated(job, job.min_resources)
-        owed = owed_minimum(job)
-        return owed if owed is not None else Resource()
+        self.idle = session.total_resource.clone().multiply(self.factor).sub(
+            session.total_used)
+        # (summed over the jobs by a tally kept between sessions)
+        self.inqueue = session.tally(self.name, None, 1, _held).total(0)
 
     @hookimpl
     def job_enqueueable(self, job: Job) -> Vote:

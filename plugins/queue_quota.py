@@ -24,6 +24,7 @@ from vscheduler.quota import (
     without_gated,
 )
 from vscheduler.resources import Resource, share
+from vscheduler.tally import Part
 
 __all__ = ["QueueFigures", "QueueUsage", "admission", "priority_first", "room_refusal"]
 
@@ -116,12 +117,9 @@ def priority_first(left: Queue, right: Queue) -> int:
 # --------------------------------------------------------------------------- accounting
 
 
-_USAGE_MEMO = "queue-usage"
-
-
-def _job_usage(job: Job) -> tuple[Resource, Resource, Resource | None, Resource]:
-    """What a job holds, asks for (held and pending), was admitted for and does not
-    hold yet (None if nothing), and could give back."""
+def _job_usage(job: Job) -> Part:
+    """A job's part of its queue's figures: what it holds, asks for (held and pending),
+    was admitted for and does not hold yet (None if nothing), and could give back."""
     allocated = job.allocated.clone()  # (its tasks in ALLOCATED_STATUSES)
     request = allocated.clone()
     for task in job.tasks_in(TaskStatus.PENDING):
@@ -130,7 +128,7 @@ def _job_usage(job: Job) -> tuple[Resource, Resource, Resource | None, Resource]
     # What a job holds beyond its minimum could be given back: it does not count
     # against admitting others (all of it, for a job that states no minimum).
     elastic = job.allocated.exceeded_part(job.min_resources or Resource())
-    return allocated, request, inqueue, elastic
+    return job.queue, (allocated, request, inqueue, elastic)
 
 
 class QueueUsage:
@@ -141,35 +139,25 @@ class QueueUsage:
     queue_figures: dict[str, Any]
 
     def open_queues(self, session: SessionView, figures_type: type[QueueFigures]) -> None:
-        """The figures of every queue that has jobs in the session, counted from them."""
+        """The figures of every queue that has jobs in the session, from the jobs' sums
+        kept between sessions (`vscheduler.tally`; proportion and capacity share them)."""
         total_guarantee = Resource()
         for queue in session.queues.values():
             if queue.guarantee is not None:
                 total_guarantee.add(queue.guarantee)
+        usage = session.tally("queue-usage", None, 4, _job_usage)
         self.queue_figures = {}
-        for job in session.jobs.values():
-            queue = session.queues.get(job.queue)
+        for name in sorted(usage.sums):
+            queue = session.queues.get(name)
             if queue is None:
                 continue
-            figures = self.queue_figures.get(queue.name)
-            if figures is None:
-                figures = self.queue_figures[queue.name] = figures_type(
-                    queue, session.total_resource, total_guarantee)
-            self.count_job(figures, job)
-
-    @staticmethod
-    def count_job(figures: QueueFigures, job: Job) -> None:
-        """Add what a job holds, asks and was admitted for to its queue's figures (read
-        once per job copy: see `Job.memo`)."""
-        usage = job.memo.get(_USAGE_MEMO)
-        if usage is None:
-            usage = job.memo[_USAGE_MEMO] = _job_usage(job)
-        allocated, request, inqueue, elastic = usage
-        figures.allocated.add(allocated)
-        figures.request.add(request)
-        if inqueue is not None:
-            figures.inqueue.add(inqueue)
-        figures.elastic.add(elastic)
+            figures = self.queue_figures[name] = figures_type(
+                queue, session.total_resource, total_guarantee)
+            allocated, request, inqueue, elastic = usage.sums[name]
+            figures.allocated = allocated.clone()
+            figures.request = request.clone()
+            figures.inqueue = inqueue.clone()
+            figures.elastic = elastic.clone()
 
     def figures_of(self, queue_name: str) -> Any:
         return self.queue_figures.get(queue_name)

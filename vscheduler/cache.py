@@ -35,8 +35,9 @@ S = TaskStatus
 class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
-    __slots__ = ("budgets", "jobs", "node_specs", "nodes", "priority_classes", "queues",
-                 "skipped", "warnings")
+    __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "jobs", "kept",
+                 "node_specs", "nodes", "priority_classes", "queues", "serial", "skipped",
+                 "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -57,6 +58,17 @@ class Snapshot:
         # PodDisruptionBudgets, by namespace then name: which victims would break one
         # (guards.split_by_budgets)
         self.budgets = budgets
+        # What changed since the snapshot this one was built from (see `vscheduler.tally`):
+        # its number `serial`, the number of that earlier one `base` (0 if none: then
+        # nothing is known of changes), and the uids of jobs and names of nodes copied
+        # anew or gone since. A copy handed on unchanged is not in these.
+        self.serial = 0
+        self.base = 0
+        self.changed_jobs: list[str] = []
+        self.changed_nodes: list[str] = []
+        # What plugins keep from one session to the next, by a key of their own (the
+        # cache's dict, handed to every snapshot; see `vscheduler.tally`).
+        self.kept: dict[str, object] = {}
 
 
 class Cache:
@@ -82,6 +94,8 @@ class Cache:
         # Counts every change; a session over a cache that did not change since the last
         # one, with no work pending, would decide nothing (see `has_work`).
         self.generation = 0
+        self._serial = 0  # the number of the last snapshot (see Snapshot.serial)
+        self.kept: dict[str, object] = {}  # see Snapshot.kept
 
     # ---------------------------------------------------------------- nodes
 
@@ -341,6 +355,7 @@ class Cache:
         # The last snapshot is taken apart as this one is built, so that what is not
         # handed on is freed along the way, not held until the end.
         previous, self._previous = (self._previous, None) if reuse else (None, self._previous)
+        base = previous.serial if previous is not None else 0
         copies = _CopyOnWrite(previous, self._task_clones if reuse else {})
         del previous
         default_priority = self._default_job_priority()
@@ -367,6 +382,10 @@ class Cache:
         snapshot = Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped,
                             warnings, self.node_specs,
                             tuple(self.budgets[key] for key in sorted(self.budgets)))
+        self._serial += 1
+        snapshot.serial, snapshot.base = self._serial, base
+        snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
+        snapshot.kept = self.kept
         if reuse:
             self._previous = snapshot
         return snapshot
@@ -423,13 +442,16 @@ class _CopyOnWrite:
     copies of the jobs handed out, and `moved` notes the task copies made or dropped,
     whose nodes must point at the right copy (`relink`)."""
 
-    __slots__ = ("clones", "moved", "old_jobs", "old_nodes")
+    __slots__ = ("changed_jobs", "changed_nodes", "clones", "moved", "old_jobs", "old_nodes")
 
     def __init__(self, previous: Snapshot | None, clones: dict[str, Task]) -> None:
         self.old_jobs = previous.jobs if previous else {}
         self.old_nodes = previous.nodes if previous else {}
         self.clones = clones
         self.moved: list[tuple[str, str]] = []  # (pod key, node) of task copies
+        # uids of jobs and names of nodes copied anew or gone (Snapshot.changed_jobs)
+        self.changed_jobs: list[str] = []
+        self.changed_nodes: list[str] = []
 
     def job(self, job: Job, held_only: bool) -> Job:
         """The last snapshot's copy of `job` if still good, else a new copy."""
@@ -447,6 +469,7 @@ class _CopyOnWrite:
             return clone
         if clone is not None:
             self._drop(clone)
+        self.changed_jobs.append(job.uid)
         clone = job.clone()
         if held_only:
             clone.held_only = True
@@ -461,6 +484,7 @@ class _CopyOnWrite:
         """Forget the last snapshot's copies of jobs gone, or left out this time."""
         for old in self.old_jobs.values():
             self._drop(old)
+            self.changed_jobs.append(old.uid)
         self.old_jobs.clear()
 
     def _drop(self, old: Job) -> None:
@@ -474,6 +498,7 @@ class _CopyOnWrite:
         task copies of this snapshot's jobs."""
         clone = self.old_nodes.pop(node.name, None)
         if clone is None or clone.dirty or node.dirty:
+            self.changed_nodes.append(node.name)
             clone = node.clone()
             for key, (_, status) in node.tasks.items():
                 task = self.clones.get(key)
@@ -484,6 +509,7 @@ class _CopyOnWrite:
     def relink(self, nodes: dict[str, Node], cache_tasks: dict[str, Task]) -> None:
         """A node copy handed on may still hold the task copies of jobs copied anew (or
         dropped): point it at this snapshot's copy, or the cache's task."""
+        self.changed_nodes.extend(self.old_nodes)  # (nodes gone)
         self.old_nodes.clear()
         for key, node_name in self.moved:
             node = nodes.get(node_name)

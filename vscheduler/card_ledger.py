@@ -10,9 +10,11 @@ ledger adds up, per session:
   (`elastic`);
 - per task (`TaskCards`): the card resource it asks for and how much, the cards it
   accepts (`volcano.sh/card.name`, `A|B` in order of preference);
-- per job (`JobCards`, kept in `Job.memo` for the next session): its minimum (cpu and
-  memory of minResources; cards from its card request while it has no pods, else from
-  its first minMember pods), what it holds, and its cards placed for good;
+- per job (`JobCards`): what it holds, could give back and is still owed, and its cards
+  placed for good: its part of its queue's sums, which are kept between sessions and
+  brought up to date from the jobs that changed (`vscheduler.tally`); and, when asked,
+  its minimum (cpu and memory of minResources; cards from its card request while it
+  has no pods, else from its first minMember pods);
 - the quota checks, each failure an (event reason, message) pair in seed 003's words:
   `Queue <q> has insufficient <CARD> quota: requested <5000>, total would be <5000>,
   but capability is <3000>` (milli units, memory in Mi).
@@ -52,10 +54,11 @@ from vscheduler.model import (
 )
 from vscheduler.quota import capability_of, holds_admission, owed, passes
 from vscheduler.resources import CPU, INF, MEMORY, MIN_RESOURCE, Resource
+from vscheduler.tally import Part, Tally
 
 __all__ = ["CARD_NAME_REASON", "CARD_REASON", "CARD_REQUEST_REASON", "CLUSTER_REASON",
-           "CPU_REASON", "MEMORY_REASON", "CardLedger", "Failure",
-           "JobCards", "QueueCards", "TaskCards", "quota_message"]
+           "CPU_REASON", "MEMORY_REASON", "SUMS", "CardLedger", "Failure", "JobCards",
+           "NodeCardIndex", "QueueCards", "TaskCards", "quota_message"]
 
 S = TaskStatus
 MILLI = 1000.0
@@ -206,61 +209,42 @@ class TaskCards:
 class JobCards:
     """What a job counts, as the session opened: its queue's share of what it holds
     (`held`), its use of the cluster (`used`), what it could give back (`elastic`),
-    its minimum with why its card request cannot be used, what it is still owed of that
-    minimum once admitted (None if not admitted), and its cards placed for good, per
-    card in whole cards. Kept in `Job.memo` with what it depends on beyond the job (the
-    nodes' specs and the plugin's arguments), for the next session to reuse."""
+    what it is still owed of its minimum once admitted (None if not admitted, in the
+    queue's and the cluster's view) and its cards placed for good (`cards`, milli units
+    as scalars). Its part of the sums the ledger keeps (`part`)."""
 
-    __slots__ = ("args", "cards", "cluster_owed", "elastic", "held", "minimum",
-                 "node_specs", "owed", "used")
+    __slots__ = ("cards", "cluster_owed", "elastic", "held", "owed", "used")
 
-    def __init__(self, node_specs: int, args: dict) -> None:
-        self.node_specs = node_specs
-        self.args = args
+    def __init__(self) -> None:
         self.held = Resource()
         self.used = Resource()
         self.elastic = Resource()
-        self.minimum: tuple[Resource, str | None] = (Resource(), None)
         self.owed: Resource | None = None
         self.cluster_owed: Resource | None = None
-        self.cards: dict[str, float] = {}
+        self.cards = Resource()
+
+    def part(self) -> tuple[Resource | None, ...]:
+        """In the order of `SUMS`."""
+        return (self.held, self.used, self.elastic, self.owed, self.cluster_owed, self.cards)
+
+
+# The sums the ledger keeps per queue, by index in a job's part.
+SUMS = ("held", "used", "elastic", "owed", "cluster_owed", "cards")
+HELD, USED, ELASTIC, OWED, CLUSTER_OWED, CARDS = range(len(SUMS))
+# What opens the kept sums: a session's `tally` with the ledger's name, token and width
+# given, taking the function that gives a job's part.
+TallyOpener = Callable[[Callable[[Job], Part]], Tally]
 
 
 # --------------------------------------------------------------------------- ledger
 
 
-class CardLedger:
-    """One session's card accounts. `unlimited`: pods that ask for cards are neither
-    limited nor counted on cpu and memory by their queue; `order_step`: the node-order
-    score per place in an `A|B` list; `memo_key`, `node_specs` and `args` say under what
-    a job's or a node's earlier reading (in its memo) still holds."""
+class NodeCardIndex:
+    """The nodes' cards: each node's (read once per node: see `Node.memo`), which
+    resource names are cards, and the cluster's total. It follows from the nodes' specs
+    alone, so sessions share it while those stay the same (`SessionView.keep`)."""
 
-    def __init__(self, nodes: list[Node], queues: Mapping[str, Queue],
-                 jobs: Mapping[str, Job], *, unlimited: bool, order_step: float,
-                 memo_key: str, node_specs: int, args: dict) -> None:
-        self.jobs = jobs
-        self.unlimited = unlimited
-        self.order_step = order_step
-        self.memo_key = memo_key
-        self.node_specs = node_specs
-        self.args = args
-        # task uid -> its card facts, read on first use
-        self._tasks: dict[str, TaskCards] = {}
-        self._minimums: dict[str, tuple[Resource, str | None]] = {}
-        self._read_nodes(nodes)
-        # (queue, why its quota annotation cannot be used), for the plugin to warn
-        self.quota_errors: list[tuple[str, str]] = []
-        self.queues = {name: self._read_queue(queue) for name, queue in queues.items()}
-        self.cluster_allocated = Resource()
-        self.cluster_inqueue = Resource()
-        for job in jobs.values():
-            self._count_job(job)
-
-    # ---------------------------------------------------------------- opening
-
-    def _read_nodes(self, nodes: list[Node]) -> None:
-        """Each node's cards (read once per node: see `Node.memo`), which resource names
-        are cards, and the cluster total."""
+    def __init__(self, nodes: list[Node], memo_key: str) -> None:
         self.node_cards: dict[str, NodeCards | None] = {}
         # node -> its resource -> card map (empty for a node without cards), for the
         # per-task-per-node hooks
@@ -269,10 +253,10 @@ class CardLedger:
         self.total = Resource()
         for node in nodes:
             memo = node.memo
-            if self.memo_key in memo:
-                cards = memo[self.memo_key]
+            if memo_key in memo:
+                cards = memo[memo_key]
             else:
-                cards = memo[self.memo_key] = node_cards(node.labels, node.allocatable)
+                cards = memo[memo_key] = node_cards(node.labels, node.allocatable)
             self.node_cards[node.name] = cards
             self.node_resources[node.name] = cards.by_resource if cards else _NOTHING
             self.total.cpu += node.allocatable.cpu
@@ -290,6 +274,45 @@ class CardLedger:
                 by_resource.setdefault(resource, []).append(card)
         self.resource_cards = {r: tuple(cards) for r, cards in by_resource.items()}
 
+
+class CardLedger:
+    """One session's card accounts. `unlimited`: pods that ask for cards are neither
+    limited nor counted on cpu and memory by their queue; `order_step`: the node-order
+    score per place in an `A|B` list; `nodes`: the nodes' cards; `open_tally` opens the
+    sums kept between sessions."""
+
+    def __init__(self, nodes: NodeCardIndex, queues: Mapping[str, Queue],
+                 jobs: Mapping[str, Job], *, unlimited: bool, order_step: float,
+                 open_tally: TallyOpener) -> None:
+        self.jobs = jobs
+        self.unlimited = unlimited
+        self.order_step = order_step
+        # task uid -> its card facts, read on first use
+        self._tasks: dict[str, TaskCards] = {}
+        self._minimums: dict[str, tuple[Resource, str | None]] = {}
+        # (read-only: shared with other sessions)
+        self.node_cards = nodes.node_cards
+        self.node_resources = nodes.node_resources
+        self.card_resources = nodes.card_resources
+        self.resource_cards = nodes.resource_cards
+        self.total = nodes.total
+        # (queue, why its quota annotation cannot be used), for the plugin to warn
+        self.quota_errors: list[tuple[str, str]] = []
+        self.queues = {name: self._read_queue(queue) for name, queue in queues.items()}
+        self.kept = open_tally(self._job_part)
+        for name, attr in self.queues.items():
+            attr.allocated = self.kept.sum(name, HELD).clone()
+            attr.elastic = self.kept.sum(name, ELASTIC).clone()
+            attr.inqueue = self.kept.sum(name, OWED).clone()
+        self.cluster_allocated = Resource()
+        self.cluster_inqueue = Resource()
+        for name in sorted(self.kept.sums):
+            if name in self.queues:
+                self.cluster_allocated.add(self.kept.sum(name, USED))
+                self.cluster_inqueue.add(self.kept.sum(name, CLUSTER_OWED))
+
+    # ---------------------------------------------------------------- opening
+
     def _read_queue(self, queue: Queue) -> QueueCards:
         quota: dict[str, float] = {}
         text = queue.annotations.get(CARD_QUOTA_ANNOTATION)
@@ -301,35 +324,12 @@ class CardLedger:
                     (queue.name, f"Queue <{queue.name}>: {err}; the queue gets no cards"))
         return QueueCards(queue, quota)
 
-    def _count_job(self, job: Job) -> None:
-        """Add what a job holds to its queue's allocated and elastic amounts, and what
-        it was admitted for and does not hold yet to inqueue (and the same, cpu and
-        memory always counted, to the cluster's figures)."""
-        attr = self.queues.get(job.queue)
-        if attr is None:
-            return
-        facts = self._known_cards(job)
-        if facts is None:
-            facts = job.memo[self.memo_key] = self._job_cards(job)
-        self._minimums[job.uid] = facts.minimum
-        attr.allocated.add(facts.held)
-        self.cluster_allocated.add(facts.used)
-        attr.elastic.add(facts.elastic)
-        if facts.owed is not None:
-            attr.inqueue.add(facts.owed)
-            self.cluster_inqueue.add(facts.cluster_owed)
-
-    def _known_cards(self, job: Job) -> JobCards | None:
-        """What an earlier reading of this job copy found, if it still holds: read under
-        the same node specs and arguments (the copy itself is the same job, unchanged)."""
-        facts = job.memo.get(self.memo_key)
-        if (facts is None or facts.node_specs != self.node_specs
-                or facts.args is not self.args):
-            return None
-        return facts
+    def _job_part(self, job: Job) -> Part:
+        """A job's part of its queue's sums (see `JobCards`)."""
+        return job.queue, self._job_cards(job).part()
 
     def _job_cards(self, job: Job) -> JobCards:
-        facts = JobCards(self.node_specs, self.args)
+        facts = JobCards()
         held, used, elastic = facts.held, facts.used, facts.elastic
         placed = sorted(job.tasks_in(ALLOCATED_STATUSES), key=_task_rank)
         for index, task in enumerate(placed):
@@ -338,9 +338,8 @@ class CardLedger:
             used.add(self.cluster_charge(task, charge))
             if index >= job.min_available:
                 elastic.add(Resource(0.0, 0.0, charge.scalars))
-        facts.cards = self._placed_cards(job)
-        facts.minimum = self.minimum(job)
-        need = facts.minimum[0]
+        facts.cards.scalars = self._placed_cards(job)
+        need = self.minimum(job)[0]
         minimum = self.quota_view(need)
         # What a job holds beyond its minimum could be given back: it does not count
         # against admitting others (cpu and memory: all of it for a job without
@@ -354,34 +353,43 @@ class CardLedger:
 
     # ---------------------------------------------------------------- placed cards
 
-    def queue_cards(self) -> dict[str, dict[str, float]]:
+    def queue_cards(self, changed: list[str]) -> dict[str, dict[str, float]]:
         """Each queue's cards placed for good, in whole cards: every card of its quota
-        (0 if unused) and every card it uses; queues with neither are left out."""
-        used: dict[str, dict[str, float]] = {}
-        for job in self.jobs.values():
-            facts = None if job.dirty else self._known_cards(job)
-            # (a job changed in this session is counted again)
-            placed = facts.cards if facts is not None else self._placed_cards(job)
-            if placed:
-                counts = used.setdefault(job.queue, {})
-                for card, count in placed.items():
-                    counts[card] = counts.get(card, 0.0) + count
+        (0 if unused) and every card it uses; queues with neither are left out. The
+        kept sums as the session opened, with the jobs this session changed (among
+        `changed`) counted again."""
+        used: dict[str, Resource] = {}
+        for name in self.kept.sums:
+            used[name] = self.kept.sum(name, CARDS).clone()
+        for uid in changed:
+            job = self.jobs.get(uid)
+            if job is None or not job.dirty:
+                continue
+            part = self.kept.parts.get(uid)
+            if part is not None:
+                used[part[0]].sub(part[1][CARDS])
+            counts = used.setdefault(job.queue, Resource())
+            for card, amount in self._placed_cards(job).items():
+                counts.scalars[card] = counts.scalars.get(card, 0.0) + amount
         out = {}
         for name, attr in self.queues.items():
             counts = {card: 0.0 for card in attr.capability.scalars}
-            counts.update(used.get(name, {}))
+            placed = used.get(name)
+            if placed is not None:
+                counts.update((card, amount / MILLI) for card, amount in placed.scalars.items()
+                              if amount)
             if counts:
                 out[name] = counts
         return out
 
     def _placed_cards(self, job: Job) -> dict[str, float]:
-        """The cards a job's tasks placed for good take, per card, in whole cards."""
+        """The cards a job's tasks placed for good take, per card, in milli units."""
         placed: dict[str, float] = {}
         for task in job.tasks_in(PLACED_FOR_GOOD):
             cards = self.task(task)
             card = self.card_on(cards, task.node_name)
             if card is not None:
-                placed[card] = placed.get(card, 0.0) + cards.amount / MILLI
+                placed[card] = placed.get(card, 0.0) + cards.amount
         return placed
 
     # ---------------------------------------------------------------- tasks

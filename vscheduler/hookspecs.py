@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from vscheduler.framework.results import SessionResult
     from vscheduler.model import Job, Node, PriorityClass, Queue, Task
     from vscheduler.resources import Resource
+    from vscheduler.tally import Part, Tally
 
 __all__ = ["ABSTAIN", "ENABLE_FLAGS", "PERMIT", "RULES", "Reject", "Rule", "SessionView",
            "hookimpl", "hookspec"]
@@ -123,6 +124,7 @@ class SessionView(Protocol):
     priority_classes: dict[str, PriorityClass]
     node_specs: Any  # changes whenever a node's labels or allocatable change
     total_resource: Resource  # the nodes' allocatable, summed
+    total_used: Resource  # what pods on the nodes use, summed, as the session opened
     action_names: list[str]  # the conf's actions, in order
     result: SessionResult  # what the session reports (a plugin adds its own figures)
 
@@ -137,6 +139,17 @@ class SessionView(Protocol):
 
     def timed_out(self, job: Job, message: str) -> None:
         """`job` passed its scheduleTimeoutSeconds in this session."""
+
+    def tally(self, name: str, token: Hashable, width: int,
+              count: Callable[[Any], Part | None], over: str = "jobs") -> Tally:
+        """Sums per key (a queue, say) of what each job (or node, `over="nodes"`) gives,
+        kept from session to session under `name` and brought up to date with what
+        changed: see `on_session_open` and `vscheduler.tally`."""
+
+    def keep(self, name: str, token: Hashable, build: Callable[[], Any]) -> Any:
+        """What `build()` gives, kept from session to session under `name` while `token`
+        is the same (`session.node_specs` for what follows from the nodes' specs). Treat
+        it as read-only."""
 
 
 # hook name -> the conf flag that turns it off for one plugin (Volcano's spellings).
@@ -180,7 +193,13 @@ def on_session_open(session: SessionView) -> None:
       is the same: a copy made anew starts with an empty memo. Store beside it what else
       the figure depends on (`session.node_specs` for the nodes' labels and capacity,
       your arguments) and compare. Figures kept on `node.memo` must depend only on the
-      node's labels and allocatable, which never change for a Node object.
+      node's labels and allocatable, which never change for a Node object;
+    - sums over every job (per queue, over the cluster) need not be counted again at
+      every open: `session.tally(name, token, width, count)` keeps each job's part
+      (`count(job)` gives its key and amounts) and the sums per key between sessions,
+      and at open takes away and adds back the parts of the jobs that changed. A part
+      must follow from the job copy and `token` alone (put your arguments and
+      `session.node_specs` in the token if it reads them); change a sum only on a clone.
     """
 
 

@@ -23,6 +23,7 @@ from vscheduler.framework.session import Session
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
 from vscheduler.simulate import Simulation
+from vscheduler.tally import Tally
 
 S = TaskStatus
 
@@ -139,11 +140,14 @@ def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
         simulation._add(_written(obj, cache.jobs[key]), cache.podgroups[key].creation)
 
 
-_NOT_STATE = {"session", "args", "_tasks"}  # (task facts are read lazily, when asked)
+# (task facts and job minimums are read lazily, when asked)
+_NOT_STATE = {"session", "args", "_tasks", "_minimums"}
 
 
 def _canon(value: Any, depth: int = 0) -> Any:
     """A plugin's figures as plain data; session objects by name."""
+    if isinstance(value, Tally):
+        return None  # (checked against a recount: `assert_tallies_recount`)
     if isinstance(value, Resource):
         return (round(value.cpu, 3), round(value.memory, 3),
                 sorted((k, round(v, 3)) for k, v in value.scalars.items()))
@@ -170,13 +174,28 @@ def _canon(value: Any, depth: int = 0) -> Any:
 
 
 def assert_same_open(simulation: Simulation) -> None:
-    """Plugins opened on the incremental snapshot (reusing what they kept in Job.memo)
-    see what they see when they read every job afresh."""
+    """Plugins opened on the incremental snapshot (reusing what they kept in Job.memo
+    and the sums they keep between sessions) see what they see when they read every job
+    afresh; every kept sum equals a recount."""
     cache = simulation.cache
-    full = Session(Cache.snapshot(cache, reuse=False), simulation.conf, uid="check")
+    fresh = Cache.snapshot(cache, reuse=False)
+    fresh.kept = {}  # (counted afresh, leaving what the cache keeps alone)
+    full = Session(fresh, simulation.conf, uid="check")
     incremental = Session(Cache.snapshot(cache), simulation.conf, uid="check")
     for name, plugin in incremental.plugins.items():
         assert _canon(plugin) == _canon(full.plugins[name]), name
+    assert_tallies_recount(incremental.snapshot)
+
+
+def assert_tallies_recount(snapshot: Snapshot) -> None:
+    """Every sum kept in the cache equals a recount of the snapshot's jobs or nodes."""
+    for name, tally in snapshot.kept.items():
+        if not isinstance(tally, Tally) or tally.serial != snapshot.serial:
+            continue
+        recount = tally.recounted(snapshot.jobs if tally.over == "jobs" else snapshot.nodes)
+        assert _canon(tally.sums) == _canon(recount.sums), name
+        assert tally.members == recount.members, name
+        assert _canon(tally.parts) == _canon(recount.parts), name
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -193,7 +193,7 @@ def test_preemptable_abstains_for_an_unknown_preemptor():
     session = open_with(objects)
     plugin = drf_of(session)
     preemptor = next(iter(session.jobs["default/p"].tasks.values()))
-    del plugin.jobs["default/p"]
+    del session.jobs["default/p"]  # (a job the session does not hold)
     assert plugin.preemptable(preemptor, list(session.jobs["default/r"].tasks.values())) \
         is None
 

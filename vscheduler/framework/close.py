@@ -33,13 +33,14 @@ from vscheduler.model import (
     is_bare_job,
 )
 from vscheduler.resources import Resource
+from vscheduler.tally import Part
 
 if TYPE_CHECKING:
     from vscheduler.framework.results import SessionResult
     from vscheduler.framework.session import Session
 
-__all__ = ["NO_NODES", "add_held_for_good", "close_session", "held_for_good", "podgroup_phase",
-           "reasons_for"]
+__all__ = ["NO_NODES", "add_held_for_good", "close_session", "held_for_good", "held_part",
+           "podgroup_phase", "reasons_for"]
 
 S = TaskStatus
 # Why every pod waits in a session with no nodes at all (none yet, or none readable).
@@ -48,6 +49,12 @@ NO_NODES = "0/0 nodes are available: the cluster has no nodes."
 MEMO_KEY = "framework.close"
 # Tasks that make a close say something each session (reasons, events, pipelined pods).
 _WAITING = S.PENDING | S.ALLOCATED | S.PIPELINED
+
+
+def held_part(job: Job) -> Part:
+    """What a job holds for good, as a part of its queue's figures (see
+    `Session.held_at_open`)."""
+    return job.queue, (held_for_good(job),)
 
 
 def held_for_good(job: Job) -> Resource:
@@ -91,8 +98,9 @@ def _remember(session: Session, job: Job, entry: tuple[str, list[Condition]]) ->
 
 def _sort_jobs(session: Session) -> list[Job]:
     """The jobs whose close may differ from the last session's, each queue's figures
-    summed (over every job), and the PodGroups' result entries, in the session's order
-    (those of the jobs to visit are filled in later).
+    (what its jobs held as the session opened, kept between sessions, with the jobs this
+    session changed counted again), and the PodGroups' result entries, in the session's
+    order (those of the jobs to visit are filled in later).
 
     A job closes as before if its copy was handed on (neither the cache nor the last
     session changed its tasks since the last close: a copy made anew has no memo), this
@@ -105,8 +113,9 @@ def _sort_jobs(session: Session) -> list[Job]:
     result = session.result
     podgroups = result.podgroups
     queues = result.queues
+    held = session.held_at_open
     for name in session.queues:
-        queues[name] = Resource()
+        queues[name] = held.sum(name, 0).clone()
     conf = session.conf
     visit: list[Job] = []
     for uid, job in session.jobs.items():
@@ -119,15 +128,14 @@ def _sort_jobs(session: Session) -> list[Job]:
             visit.append(job)
             entry = None
             allocated = queues.get(job.queue)
-            if allocated is not None:
+            if job.dirty and allocated is not None:
+                # (changed in this session: what it holds now, not as the session opened)
+                allocated.sub(held.parts[uid][1][0])
                 add_held_for_good(allocated, job)
         else:
             entry = closed.entry
             if entry[1] != conditions:  # the cache's own, as a full close gives
                 entry = closed.entry = (entry[0], list(conditions))
-            allocated = queues.get(job.queue)
-            if allocated is not None:
-                allocated.add(job.allocated)  # (settled: all it holds is for good)
         if not (job.bare or job.held_only):
             podgroups[uid] = entry  # type: ignore[assignment]
     result.changed_jobs = [job.uid for job in visit]

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from vscheduler.cache import Snapshot
 from vscheduler.conf import SchedulerConf
 from vscheduler.fit import Unfit
-from vscheduler.framework.close import close_session
+from vscheduler.framework.close import close_session, held_part
 from vscheduler.framework.combine import Tiers, combine
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, Eviction, EvictionTerms, SessionResult
@@ -28,6 +28,7 @@ from vscheduler.guards import EvictionCap
 from vscheduler.hookspecs import RULES, Reject
 from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
+from vscheduler.tally import Part, Tally, kept_tally, kept_value
 
 if TYPE_CHECKING:
     from vscheduler.framework.eviction import PlanMemo
@@ -37,6 +38,10 @@ __all__ = ["Session"]
 S = TaskStatus
 _PLACED = ALLOCATED_STATUSES | S.PIPELINED  # placed, or waiting to be
 _SESSION_COUNTER = itertools.count(1)
+
+
+def _node_part(node: Node) -> Part:
+    return "", (node.allocatable, node.used.clone())
 
 
 class Session:
@@ -73,9 +78,14 @@ class Session:
         # Victim plans per node, kept until the node changes (eviction.PlanMemo).
         self.plan_memo: PlanMemo | None = None
         self.node_specs = snapshot.node_specs
-        self.total_resource = Resource()
-        for node in self.node_list:
-            self.total_resource.add(node.allocatable)
+        # The nodes' allocatable and what pods use of it, summed as the session opens
+        # (kept between sessions: see vscheduler.tally).
+        node_sums = kept_tally(snapshot, "session.nodes", None, 2, _node_part, over="nodes")
+        self.total_resource = node_sums.total(0)
+        self.total_used = node_sums.total(1)
+        # What each queue's jobs hold for good as the session opens (the close's queue
+        # figures start from it).
+        self.held_at_open = kept_tally(snapshot, "session.held", None, 1, held_part)
         self.action_names = conf.action_names()
         # Node sampling for the actions' node searches, and where the next one starts.
         self.node_sampling = node_sampling or NodeSampling()
@@ -107,6 +117,15 @@ class Session:
                         per_tier[tier_index].append(getattr(plugin, hook))
         self._bind_hooks(tiers)
         self.on_session_open(self)
+
+    def tally(self, name: str, token: Hashable, width: int,
+              count: Callable[[Any], Part | None], over: str = "jobs") -> Tally:
+        """See `SessionView.tally`."""
+        return kept_tally(self.snapshot, name, token, width, count, over)
+
+    def keep(self, name: str, token: Hashable, build: Callable[[], Any]) -> Any:
+        """See `SessionView.keep`."""
+        return kept_value(self.snapshot, name, token, build)
 
     def _bind_hooks(self, tiers: dict[str, Tiers]) -> None:
         """Bind every hook by its rule: `self.<hook>` is what the session and actions
