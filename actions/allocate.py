@@ -16,6 +16,7 @@ and commits the gang before knowing whether backfill will find them a node).
 from __future__ import annotations
 
 from vscheduler.fit import NodeFitErrors, Unfit
+from vscheduler.framework.fit_index import fit_index
 from vscheduler.framework.placement import placeable_tasks, predicate_nodes, select_best_node
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.search import NodeSearch
@@ -36,7 +37,8 @@ class Allocate(Action):
     )
 
     def execute(self, session: Session) -> None:
-        self._search = NodeSearch(session, Node.insufficient_future, Node.insufficient_now)
+        self._search = NodeSearch(session, Node.insufficient_future, Node.insufficient_now,
+                                  fit_index(session))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         jobs_of: dict[str, PriorityQueue[Job]] = {}
         tasks_of: dict[str, PriorityQueue[Task]] = {}

@@ -95,18 +95,18 @@ NODE_ORDER_STEP = 1000.0
 CLOSED_REASON = "QueueNotOpen"
 CARD_QUOTA_REASON = "InvalidCardQuota"
 
-_NO_CARD = Unfit("node(s) had no card model the pod accepts")
+_NO_CARD = Unfit("node(s) had no card model the pod accepts", static=True)
 _UNLISTED = "node(s) had card {card}, which the pod does not accept"
 _USED_UP = "node(s) had card {card}, whose quota in the pod's queue is used up"
 _NOTHING: dict[str, str] = {}
 
 
-def _refusal(built: dict[str, Unfit], card: str, words: str) -> Unfit:
+def _refusal(built: dict[str, Unfit], card: str, words: str, static: bool = False) -> Unfit:
     """A predicate refusal naming `card`, built once per `built` cache and card (the
     predicate runs per task per node)."""
     unfit = built.get(card)
     if unfit is None:
-        unfit = built[card] = Unfit(words.format(card=card))
+        unfit = built[card] = Unfit(words.format(card=card), static=static)
     return unfit
 
 
@@ -265,7 +265,7 @@ class CapacityCardPlugin(Plugin):
 
     def _unlisted(self, card: str) -> Unfit:
         """The refusal of a node whose card the pod does not accept."""
-        return _refusal(self._unlisted_unfit, card, _UNLISTED)
+        return _refusal(self._unlisted_unfit, card, _UNLISTED, static=True)
 
     @staticmethod
     def _quota_used_up(attr: QueueCards, card: str) -> Unfit:

@@ -61,8 +61,8 @@ REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
 
 # The refusals that carry no detail are built once: the hot path returns these.
 _POD_NUMBER = Unfit(REASON_POD_NUMBER, resolvable=True)
-_UNSCHEDULABLE = Unfit(REASON_UNSCHEDULABLE)
-_AFFINITY = Unfit(REASON_AFFINITY)
+_UNSCHEDULABLE = Unfit(REASON_UNSCHEDULABLE, static=True)
+_AFFINITY = Unfit(REASON_AFFINITY, static=True)
 _PORTS = Unfit(REASON_PORTS, resolvable=True)
 
 
@@ -176,7 +176,7 @@ class PredicatesPlugin(Plugin):
         """One refusal per distinct taint, shared by every node that carries it."""
         refusal = self._taint_refusals.get(taint)
         if refusal is None:
-            refusal = self._taint_refusals[taint] = Unfit(taint_reason(taint))
+            refusal = self._taint_refusals[taint] = Unfit(taint_reason(taint), static=True)
         return refusal
 
     def _ports_taken(self, wanted: tuple[HostPort, ...], node: Node) -> bool:

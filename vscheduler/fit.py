@@ -27,14 +27,18 @@ class Unfit:
     """A predicate's refusal of one node. `resolvable` says whether evicting pods from
     the node could make it fit (resources, pod count, host ports: yes; a selector or an
     untolerated taint: no). Preempt and reclaim only look at resolvable refusals.
+    `static` says the refusal follows from the node's spec (labels, taints, whether it
+    is unschedulable, its cards) and the task's signature alone: node searches then
+    keep it from session to session until the node changes (framework/fit_index.py).
     Two refusals with the same reasons and resolvability are equal: they explain the
     same, whichever predicate call built them."""
 
-    __slots__ = ("reasons", "resolvable")
+    __slots__ = ("reasons", "resolvable", "static")
 
-    def __init__(self, *reasons: str, resolvable: bool = False) -> None:
+    def __init__(self, *reasons: str, resolvable: bool = False, static: bool = False) -> None:
         self.reasons: tuple[str, ...] = reasons
         self.resolvable = resolvable
+        self.static = static
 
     def __eq__(self, other: object) -> bool:
         if self is other:

@@ -244,7 +244,11 @@ def pre_predicate(task: Task) -> Unfit | None:
 @_spec(Rule.FIRST_REFUSAL)
 def predicate(task: Task, node: Node) -> Unfit | None:
     """None if `task` may run on `node`, else why not. Resources are checked by the
-    actions before this is asked."""
+    actions before this is asked. Mark a refusal `Unfit(..., static=True)` when it
+    follows from the node's spec (labels, taints, unschedulable, allocatable) and what
+    `task_signature` covers alone, never from pods on the node or from queue figures:
+    node searches then keep it from session to session until the node changes, and
+    do not ask again."""
 
 
 @_spec(Rule.SUM)

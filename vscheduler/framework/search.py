@@ -19,36 +19,47 @@ change with them); such tasks are searched afresh each time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import itertools
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from vscheduler.fit import NodeFitErrors
+from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.placement import SamplingWindow, insufficient, node_scores
 from vscheduler.model import Node, Task
 from vscheduler.resources import Resource
 
 if TYPE_CHECKING:
+    from vscheduler.framework.fit_index import FitIndex
     from vscheduler.framework.session import Session
 
 __all__ = ["NodeSearch"]
 
 # (gradient: 0 = fits idle now, 1 = only once releasing pods are gone; -score; index)
 Key = tuple[int, float, int]
+_NONE: dict[int, Unfit] = {}
 
 
 class _Entry:
-    __slots__ = ("errors", "feasible", "judged", "key_of", "position", "sampled", "shared",
-                 "task", "unjudged")
+    __slots__ = ("covered", "errors", "feasible", "judged", "key_of", "position", "refused",
+                 "shared", "task", "tried", "unexplained", "unjudged")
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, nodes: int, refused: dict[int, Unfit] | None) -> None:
         self.task = task  # the task the verdicts were computed for (same signature)
+        # node position -> static refusals for the signature, kept by the fit index
+        self.refused = refused
         self.shared = True
         self.feasible: SortedList = SortedList()
         self.key_of: dict[str, Key] = {}
         self.errors = NodeFitErrors()
-        self.sampled: set[str] = set()
+        # by node position: 1 once a sample went past the node (judged, or passed by
+        # for lack of room: see `unexplained`), and how many such nodes there are
+        self.covered = bytearray(nodes)
+        self.tried = 0
+        # Nodes passed by without a verdict recorded (the fit index said they lack
+        # room): their verdicts are written when a failure needs them (`_explain`).
+        self.unexplained = False
         self.judged: set[str] = set()  # candidates a batch scorer was asked about
         self.unjudged = False  # a candidate joined that it was not asked about
         self.position = 0  # how much of the session's change log has been seen
@@ -62,15 +73,19 @@ class NodeSearch:
 
     def __init__(self, session: Session,
                  fits_future: Callable[[Node, Resource], str | None],
-                 fits_now: Callable[[Node, Resource], str | None]) -> None:
+                 fits_now: Callable[[Node, Resource], str | None],
+                 fit_index: FitIndex | None = None) -> None:
         self.session = session
         self.fits_future = fits_future
         self.fits_now = fits_now
-        self.index = {node.name: i for i, node in enumerate(session.node_list)}
+        # Which nodes have room, to pass the others by unjudged (only for a
+        # `fits_future` that is `Node.insufficient_future`, the index's own test).
+        self.fit_index = fit_index
         self.entries: dict[Hashable, _Entry] = {}
 
     def best(self, task: Task) -> tuple[Node | None, NodeFitErrors] | None:
-        """The best node for `task` (None if no node fits) and why the others do not;
+        """The best node for `task` (None if no node fits) and why the others do not
+        (every node tried when none fits; with a node found, only those judged so far);
         or None if `task` cannot share searches (search it afresh)."""
         session = self.session
         signature = session.task_signature(task)
@@ -78,24 +93,30 @@ class NodeSearch:
             return None
         entry = self.entries.get(signature)
         if entry is None:
-            entry = self.entries[signature] = _Entry(task)
+            refused = (self.fit_index.static_refusals(session, signature)
+                       if self.fit_index is not None else None)
+            entry = self.entries[signature] = _Entry(task, len(session.node_list), refused)
             self._sample(entry)
         elif entry.shared:
             self._refresh(entry)
-            if not entry.feasible and len(entry.sampled) < len(session.node_list):
+            if not entry.feasible and entry.tried < len(session.node_list):
                 self._sample(entry)
         if entry.shared and session.has_batch_node_order:
             self._check_batch(entry)
         if not entry.shared:
             return None
         if not entry.feasible:
+            self._explain(entry)
             return None, entry.errors.copy()
         return session.node_list[entry.feasible[0][2]], entry.errors
 
     # ---------------------------------------------------------------- internals
 
     def _sample(self, entry: _Entry) -> None:
-        """Try nodes from the rotating offset until enough are feasible."""
+        """Try nodes from the rotating offset until enough are feasible. With a fit
+        index, only the nodes with room and not refused statically are tried, in the
+        same order: the others would be refused again, and their verdicts are written
+        only when asked (`_explain`)."""
         session = self.session
         nodes = session.node_list
         count = len(nodes)
@@ -103,20 +124,55 @@ class NodeSearch:
         wanted, start = window.wanted, window.start
         found = len(entry.feasible)
         feasible: list[Node] = []
+        covered, refused = entry.covered, entry.refused or _NONE
         tried = 0
-        for tried in range(1, count + 1):
-            node = nodes[(start + tried - 1) % count]
-            if node.name in entry.sampled:
+        if self.fit_index is None:
+            order: Iterable[int] = itertools.chain(range(start, count), range(start))
+        else:
+            fitting = self.fit_index.fitting(session, entry.task.resreq)
+            order = itertools.chain(fitting.irange(start), fitting.irange(None, start - 1))
+        for position in order:
+            tried = (position - start) % count + 1
+            if covered[position]:
                 continue
-            entry.sampled.add(node.name)
-            if self._judge(entry, node):
-                feasible.append(node)
+            covered[position] = 1
+            if position in refused:
+                continue
+            if self._judge(entry, nodes[position]):
+                feasible.append(nodes[position])
                 if found + len(feasible) >= wanted:
                     break
+        else:
+            tried = count
+        if self.fit_index is not None:
+            # the nodes passed by in the window: covered, their verdicts to write later
+            end = start + tried
+            covered[start:min(end, count)] = b"\x01" * (min(end, count) - start)
+            if end > count:
+                covered[:end - count] = b"\x01" * (end - count)
+            entry.unexplained = True
+        entry.tried = count - covered.count(0)
         window.end(tried)
         if feasible:
             self._rank(entry, feasible)
         entry.position = len(session.node_changes)
+
+    def _explain(self, entry: _Entry) -> None:
+        """Write the verdicts of the nodes a sample passed by (see `_sample`): each
+        lacks room for the task (one that changed since was judged again then)."""
+        if not entry.unexplained:
+            return
+        entry.unexplained = False
+        covered, verdicts, key_of = entry.covered, entry.errors.nodes, entry.key_of
+        refused = entry.refused or _NONE
+        for node in self.session.node_list:
+            if covered[node.position] and node.name not in verdicts \
+                    and node.name not in key_of:
+                unfit = refused.get(node.position)
+                if unfit is not None:
+                    entry.errors.set(node.name, unfit)
+                else:
+                    self._judge(entry, node)
 
     def _check_batch(self, entry: _Entry) -> None:
         """Stop sharing the entry once a batch scorer tells its candidates apart (its
@@ -142,7 +198,7 @@ class NodeSearch:
         nodes = self.session.nodes
         feasible: list[Node] = []
         for name in dirty:
-            if name not in entry.sampled:
+            if not entry.covered[nodes[name].position]:
                 continue
             key = entry.key_of.pop(name, None)
             if key is not None:
@@ -166,6 +222,8 @@ class NodeSearch:
         unfit = self.session.predicate(task, node)
         if unfit is not None:
             entry.errors.set(node.name, unfit)
+            if unfit.static and entry.refused is not None:
+                entry.refused[node.position] = unfit
             return False
         return True
 
@@ -173,11 +231,11 @@ class NodeSearch:
         """Add feasible nodes to the entry in their place: scored together, without
         batch scores (see `_check_batch`)."""
         task = entry.task
-        fits_now, index, key_of = self.fits_now, self.index, entry.key_of
+        fits_now, key_of = self.fits_now, entry.key_of
         scores = node_scores(self.session, task, feasible, with_batch=False)
         for node, score in zip(feasible, scores, strict=True):
             gradient = 0 if fits_now(node, task.resreq) is None else 1
-            key = (gradient, -score, index[node.name])
+            key = (gradient, -score, node.position)
             key_of[node.name] = key
             entry.feasible.add(key)
             if node.name not in entry.judged:

@@ -1,0 +1,156 @@
+"""The fit index (framework/fit_index.py): kept across sessions, it names exactly the
+nodes with room for each shape, and allocate decides with it as it does judging every
+node: the same nodes, the same sampling offset, the same reasons for pods that wait."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vscheduler.actions.allocate as allocate_module
+from tests.builders import gang, load_cache, node, pod
+from tests.framework.test_eviction import plugin
+from tests.invariants import run_checked
+from vscheduler.actions.allocate import Allocate
+from vscheduler.bench import BENCH_CONF, PREEMPT_CONF, BenchSpec, churn, generate
+from vscheduler.conf import PluginOption, SchedulerConf, parse_conf
+from vscheduler.fit import Unfit
+from vscheduler.framework.fit_index import FitIndex, fit_index
+from vscheduler.framework.placement import NodeSampling
+from vscheduler.framework.session import Session
+from vscheduler.simulate import Simulation
+
+CONFS = {"bench": BENCH_CONF, "preempt": PREEMPT_CONF}
+
+
+def _simulation(spec: BenchSpec, conf: str, sampling: NodeSampling) -> Simulation:
+    simulation = Simulation(parse_conf(CONFS[conf], conf), node_sampling=sampling)
+    simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(generate(spec))])
+    return simulation
+
+
+def _run(spec: BenchSpec, conf: str, sampling: NodeSampling, sessions: int,
+         check_index: bool = False) -> str:
+    simulation = _simulation(spec, conf, sampling)
+    rng = random.Random(spec.seed)
+    for number in range(sessions):
+        if number:
+            churn(simulation, spec, rng, number)
+        if check_index:
+            assert_index_recounts(simulation)
+        run_checked(simulation, 1)
+    return json.dumps(simulation.report.as_dict())
+
+
+def assert_index_recounts(simulation: Simulation) -> None:
+    """Every shape the kept index holds names exactly the nodes with room for it, once
+    brought up to date with a new snapshot."""
+    session = Session(simulation.cache.snapshot(), simulation.conf, uid="check")
+    index = fit_index(session)
+    for shape in list(index.shapes.values()):
+        fitting = set(index.fitting(session, shape.request))
+        assert fitting == {node.position for node in session.node_list
+                           if node.insufficient_future(shape.request) is None}
+
+
+samplings = st.builds(NodeSampling, minimum_feasible=st.integers(1, 12),
+                      minimum_percentage=st.integers(1, 20),
+                      percentage=st.sampled_from([0, 0, 10, 30, 100]))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=st.integers(2, 40), fill=st.floats(0.0, 1.0), jobs=st.integers(0, 12),
+       tasks=st.integers(1, 4), churn_size=st.integers(1, 12), seed=st.integers(0, 1000),
+       conf=st.sampled_from(sorted(CONFS)), sampling=samplings)
+def test_allocate_decides_alike_with_and_without_the_index(
+        nodes, fill, jobs, tasks, churn_size, seed, conf, sampling):
+    # (clusters up to full: 8 cards a node, a card a running pod)
+    spec = BenchSpec(nodes=nodes, running=int(nodes * 8 * fill), jobs=jobs,
+                     tasks_per_job=tasks, churn=churn_size, seed=seed, mig_every=3)
+    assert _run_both(spec, conf, sampling)
+
+
+def _run_both(spec: BenchSpec, conf: str, sampling: NodeSampling) -> bool:
+    with_index = _run(spec, conf, sampling, 4, check_index=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(allocate_module, "fit_index", lambda session: None)
+        without = _run(spec, conf, sampling, 4)
+    return with_index == without
+
+
+def test_a_pod_that_waits_is_told_of_every_node_the_index_passed_by():
+    spec = BenchSpec(nodes=3, running=24, jobs=0, mig_every=0, churn=1, seed=1)
+    simulation = _simulation(spec, "bench", NodeSampling())
+    simulation.step()
+    churn(simulation, spec, random.Random(1), 1)
+    result = simulation.step()
+    assert result.pending == {"bench/arrival-0001-0000": [
+        "0/3 nodes are available: 1 node(s) had card NVIDIA-H200, which the pod does not "
+        "accept, 2 Insufficient nvidia.com/gpu."]}
+    assert _run_both(spec, "bench", NodeSampling())
+
+
+def test_a_full_cluster_is_searched_through_the_nodes_with_room_only():
+    """Three nodes of 100 have room: a new pod's search judges those, not the 97 full
+    ones; its reasons still count every node when it cannot be placed."""
+    spec = BenchSpec(nodes=100, running=800, jobs=0, mig_every=0, churn=3)
+    simulation = _simulation(spec, "bench", NodeSampling())
+    simulation.step()
+    churn(simulation, spec, random.Random(1), 1)
+    session = Session(simulation.cache.snapshot(), simulation.conf, uid="count")
+    judged = []
+    session.predicate = lambda task, node, judge=session.predicate: (
+        judged.append(node.name) or judge(task, node))
+    session.run()
+    assert session.result.binds
+    assert 0 < len(judged) <= 3 * len(session.result.binds)
+
+
+def test_the_index_is_dropped_when_nodes_change():
+    spec = BenchSpec(nodes=5, running=10, jobs=1, mig_every=0)
+    simulation = _simulation(spec, "bench", NodeSampling())
+    simulation.step()
+    before = simulation.cache.kept["framework.fit-index"]
+    assert isinstance(before, FitIndex) and before.shapes
+    simulation.cache.delete_node(sorted(simulation.cache.nodes)[0])
+    simulation.step()
+    after = simulation.cache.kept["framework.fit-index"]
+    assert after is not before
+
+
+def test_a_static_refusal_is_not_asked_again_until_its_node_changes():
+    """A plugin refuses n0 statically (for its labels, say) and n1 for a reason of the
+    moment. A pod that fits nowhere is searched in two sessions: the second asks the
+    plugin about n1 again, not about n0, and gives the same reasons; once n0 changes
+    (a pod leaves it), it is asked again."""
+    asked: list[str] = []
+    labels_refusal = Unfit("node(s) had the wrong labels", static=True)
+    moment_refusal = Unfit("node(s) were busy")
+
+    def predicate(self, task, node):
+        asked.append(node.name)
+        return labels_refusal if node.name == "n0" else moment_refusal
+
+    refusing = plugin("refusing", predicate=predicate,
+                      task_signature=lambda self, task: None)
+    objects = [node("n0", cpu="4"), node("n1", cpu="4"), pod("r0", cpu="1", node_name="n0"),
+               *gang("g", 1, cpu="1")]
+    cache = load_cache(objects)
+    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+    reasons = []
+    for number in range(3):
+        if number == 2:
+            cache.delete_pod("default/r0")
+        asked.clear()
+        session = Session(cache.snapshot(), conf)
+        result = session.run()
+        reasons.append(result.pending["default/g-0"])
+        assert asked == (["n0", "n1"] if number != 1 else ["n1"]), number
+    assert reasons[0] == reasons[1] == reasons[2] == [
+        "0/2 nodes are available: 1 node(s) had the wrong labels, 1 node(s) were busy."]
