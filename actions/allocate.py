@@ -43,7 +43,7 @@ class Allocate(Action):
         jobs_of: dict[str, PriorityQueue[Job]] = {}
         tasks_of: dict[str, PriorityQueue[Task]] = {}
         auto_admit = "enqueue" not in session.action_names
-        for job in session.jobs.values():
+        for job in session.waiting_jobs:
             if job.is_pending():
                 if not auto_admit:
                     continue

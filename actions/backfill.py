@@ -27,7 +27,7 @@ class Backfill(Action):
         queues = session.queues
         # A job allocate left only pipelined holds allocations it has not committed:
         # its readiness is allocate's to decide, not backfill's.
-        jobs = [job for job in session.jobs.values()
+        jobs = [job for job in session.waiting_jobs
                 if job.count(S.PENDING) and not job.is_pending()
                 and queues[job.queue].is_open() and not job.count(S.ALLOCATED)
                 and any(t.best_effort for t in placeable_tasks(job))

@@ -23,7 +23,7 @@ class Enqueue(Action):
     def execute(self, session: Session) -> None:
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         pending: dict[str, PriorityQueue[Job]] = {}
-        for job in session.jobs.values():
+        for job in session.waiting_jobs:
             if not job.is_pending() or job.held_only:
                 continue
             queue = session.queues[job.queue]

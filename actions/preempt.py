@@ -54,7 +54,7 @@ class Preempt(Action):
         within_job = replace(between_jobs, scope=Scope.OWN_JOB, unplaced="")
         starving: dict[str, PriorityQueue[Job]] = {}
         under_request: dict[str, list[Job]] = {}
-        for job in session.jobs.values():
+        for job in session.waiting_jobs:
             if job.is_pending() or session.job_valid(job) is not None:
                 continue
             if not session.job_starving(job):

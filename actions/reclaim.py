@@ -44,7 +44,7 @@ class Reclaim(Action):
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         starving: dict[str, PriorityQueue[Job]] = {}
         seen: set[str] = set()
-        for job in session.jobs.values():
+        for job in session.waiting_jobs:
             if job.is_pending() or session.job_valid(job) is not None:
                 continue
             queue = session.queues[job.queue]

@@ -37,7 +37,7 @@ class Snapshot:
 
     __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "jobs", "kept",
                  "node_specs", "nodes", "priority_classes", "queues", "serial", "skipped",
-                 "warnings")
+                 "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -66,6 +66,9 @@ class Snapshot:
         self.base = 0
         self.changed_jobs: list[str] = []
         self.changed_nodes: list[str] = []
+        # uids of the jobs that wait for something, in order: not admitted yet, or with
+        # pods pending. The actions look at these only (Session.waiting_jobs).
+        self.waiting: list[str] = []
         # What plugins keep from one session to the next, by a key of their own (the
         # cache's dict, handed to every snapshot; see `vscheduler.tally`).
         self.kept: dict[str, object] = {}
@@ -356,8 +359,11 @@ class Cache:
         # handed on is freed along the way, not held until the end.
         previous, self._previous = (self._previous, None) if reuse else (None, self._previous)
         base = previous.serial if previous is not None else 0
+        # (a copy handed on waits as it did: its tasks and phase are those it had)
+        waited = set(previous.waiting) if previous is not None else set()
         copies = _CopyOnWrite(previous, self._task_clones if reuse else {})
         del previous
+        waiting: list[str] = []
         default_priority = self._default_job_priority()
         jobs: dict[str, Job] = {}
         skipped: dict[str, tuple[Task, str]] = {}
@@ -367,11 +373,13 @@ class Cache:
             held_only = not job.bare and uid not in self.podgroups
             if self._left_out(job, held_only, queues, skipped, warnings):
                 continue
-            clone = copies.job(job, held_only)
+            clone, fresh = copies.job(job, held_only)
             if reuse:
                 job.dirty = False
             clone.priority = self._job_priority(job, default_priority)
             jobs[uid] = clone
+            if (clone.is_pending() or clone.count(S.PENDING)) if fresh else uid in waited:
+                waiting.append(uid)
         copies.drop_old_jobs()
         nodes: dict[str, Node] = {}
         for name, node in self.nodes.items():
@@ -386,6 +394,7 @@ class Cache:
         snapshot.serial, snapshot.base = self._serial, base
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
         snapshot.kept = self.kept
+        snapshot.waiting = waiting
         if reuse:
             self._previous = snapshot
         return snapshot
@@ -453,8 +462,9 @@ class _CopyOnWrite:
         self.changed_jobs: list[str] = []
         self.changed_nodes: list[str] = []
 
-    def job(self, job: Job, held_only: bool) -> Job:
-        """The last snapshot's copy of `job` if still good, else a new copy."""
+    def job(self, job: Job, held_only: bool) -> tuple[Job, bool]:
+        """The last snapshot's copy of `job` if still good, else a new copy; and
+        whether it is new."""
         clone = self.old_jobs.pop(job.uid, None)
         if clone is not None and not (clone.dirty or job.dirty) \
                 and clone.held_only == held_only:
@@ -466,7 +476,7 @@ class _CopyOnWrite:
             clone.spec = job.spec
             if clone.fit_errors:
                 clone.fit_errors = {}
-            return clone
+            return clone, False
         if clone is not None:
             self._drop(clone)
         self.changed_jobs.append(job.uid)
@@ -478,7 +488,7 @@ class _CopyOnWrite:
         for task in clone.tasks.values():
             self.clones[task.key] = task
             self.moved.append((task.key, task.node_name))
-        return clone
+        return clone, True
 
     def drop_old_jobs(self) -> None:
         """Forget the last snapshot's copies of jobs gone, or left out this time."""

@@ -61,6 +61,8 @@ def assert_same_snapshot(cache: Cache, incremental: Snapshot, full: Snapshot) ->
             assert task is not cache.tasks.get(key) or key not in copies
     assert sorted(incremental.skipped) == sorted(full.skipped)
     assert incremental.warnings == full.warnings
+    assert incremental.waiting == full.waiting == [
+        uid for uid, job in full.jobs.items() if job.is_pending() or job.count(S.PENDING)]
 
 
 class _CheckedCache(Cache):

@@ -58,6 +58,9 @@ class Session:
         self.conf = conf
         self.default_queue = default_queue
         self.jobs: dict[str, Job] = snapshot.jobs
+        # The jobs that wait for something, in order (Snapshot.waiting): not admitted,
+        # or with pods pending. Nothing else has anything for the actions to place.
+        self.waiting_jobs: list[Job] = [snapshot.jobs[uid] for uid in snapshot.waiting]
         self.nodes: dict[str, Node] = snapshot.nodes
         self.node_list: list[Node] = list(snapshot.nodes.values())
         # Names of nodes whose tasks changed, in order (see framework.search).
