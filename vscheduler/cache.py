@@ -36,8 +36,8 @@ class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
     __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "jobs", "kept",
-                 "node_specs", "nodes", "priority_classes", "queues", "serial", "skipped",
-                 "waiting", "warnings")
+                 "node_specs", "nodes", "priority_classes", "queues", "restated", "serial",
+                 "skipped", "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -66,6 +66,9 @@ class Snapshot:
         self.base = 0
         self.changed_jobs: list[str] = []
         self.changed_nodes: list[str] = []
+        # uids of the copies handed on with other conditions than they had: the cache's,
+        # written since by someone else (or read back after our own write)
+        self.restated: list[str] = []
         # uids of the jobs that wait for something, in order: not admitted yet, or with
         # pods pending. The actions look at these only (Session.waiting_jobs).
         self.waiting: list[str] = []
@@ -393,6 +396,7 @@ class Cache:
         self._serial += 1
         snapshot.serial, snapshot.base = self._serial, base
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
+        snapshot.restated = copies.restated
         snapshot.kept = self.kept
         snapshot.waiting = waiting
         if reuse:
@@ -451,7 +455,8 @@ class _CopyOnWrite:
     copies of the jobs handed out, and `moved` notes the task copies made or dropped,
     whose nodes must point at the right copy (`relink`)."""
 
-    __slots__ = ("changed_jobs", "changed_nodes", "clones", "moved", "old_jobs", "old_nodes")
+    __slots__ = ("changed_jobs", "changed_nodes", "clones", "moved", "old_jobs", "old_nodes",
+                 "restated")
 
     def __init__(self, previous: Snapshot | None, clones: dict[str, Task]) -> None:
         self.old_jobs = previous.jobs if previous else {}
@@ -461,6 +466,7 @@ class _CopyOnWrite:
         # uids of jobs and names of nodes copied anew or gone (Snapshot.changed_jobs)
         self.changed_jobs: list[str] = []
         self.changed_nodes: list[str] = []
+        self.restated: list[str] = []  # (Snapshot.restated)
 
     def job(self, job: Job, held_only: bool) -> tuple[Job, bool]:
         """The last snapshot's copy of `job` if still good, else a new copy; and
@@ -473,6 +479,7 @@ class _CopyOnWrite:
             clone.phase = job.phase
             if clone.conditions != job.conditions:  # (frozen Conditions: by identity)
                 clone.conditions = list(job.conditions)
+                self.restated.append(job.uid)
             clone.spec = job.spec
             if clone.fit_errors:
                 clone.fit_errors = {}

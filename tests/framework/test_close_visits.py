@@ -176,3 +176,24 @@ def test_a_settled_job_is_not_visited_again_until_something_changes_it():
     result = simulation.step()
     assert _visited(result) == ["default/g1", "default/g2"]
     assert [c.type for c in result.podgroups["default/g2"][1]] == ["Scheduled"]
+
+
+def test_a_settled_job_losing_pods_to_preemption_is_visited():
+    """Low-priority gangs run and settle; a high-priority pod arriving later evicts
+    one of them: the victim's close (its queue's figures, its phase) is that of a close
+    of every job, though nothing of it waits."""
+    objects = [b.priority_class("low", 10), b.priority_class("high", 1000),
+               b.node("n1", cpu="4", memory="8Gi"),
+               *b.gang("g0", 2, cpu="1", priority_class="low"),
+               *b.gang("g1", 2, cpu="1", priority_class="low")]
+    arrival = b.pod("urgent", cpu="2", priority_class="high")
+    runs = []
+    for cache in (Cache, _FullCache):
+        simulation = _simulation(objects, "reclaim-preempt", cache)
+        recorder = _recorded(simulation)
+        sessions = [_step(simulation, recorder) for _ in range(3)]
+        simulation._add(arrival, 100.0)
+        sessions += [_step(simulation, recorder) for _ in range(3)]
+        assert simulation.report.evictions
+        runs.append(sessions)
+    assert runs[0] == runs[1]

@@ -96,11 +96,43 @@ def _remember(session: Session, job: Job, entry: tuple[str, list[Condition]]) ->
         job.memo.pop(MEMO_KEY, None)
 
 
+class _LastClose:
+    """What the close keeps for the next one (`Snapshot.kept`): the snapshot and conf it
+    closed, and the jobs it left unsettled (visited again whatever happens)."""
+
+    __slots__ = ("conf", "serial", "unsettled")
+
+    def __init__(self, conf: object, serial: int) -> None:
+        self.conf = conf
+        self.serial = serial
+        self.unsettled: set[str] = set()
+
+
+def _candidates(session: Session) -> list[Job] | None:
+    """The jobs that may close otherwise than last time, in the session's order; None
+    for every job (no last close of the snapshot this one was built from, by this
+    conf). Any other job is a copy handed on that the last close left settled, that
+    neither the cache nor this session changed (not `dirty`), and whose phase and
+    conditions the cache still holds as that close left them (else it was copied anew,
+    or its conditions restated: `Snapshot.changed_jobs`, `Snapshot.restated`)."""
+    snapshot = session.snapshot
+    last = snapshot.kept.get(MEMO_KEY)
+    if (not isinstance(last, _LastClose) or not snapshot.base
+            or last.serial != snapshot.base or last.conf is not session.conf):
+        return None
+    jobs = session.jobs
+    uids = set(snapshot.changed_jobs)
+    uids.update(snapshot.restated)
+    uids.update(snapshot.waiting)
+    uids.update(last.unsettled)
+    uids.update(uid for uid, job in jobs.items() if job.dirty)
+    return [jobs[uid] for uid in sorted(uids) if uid in jobs]
+
+
 def _sort_jobs(session: Session) -> list[Job]:
-    """The jobs whose close may differ from the last session's, each queue's figures
-    (what its jobs held as the session opened, kept between sessions, with the jobs this
-    session changed counted again), and the PodGroups' result entries, in the session's
-    order (those of the jobs to visit are filled in later).
+    """The jobs whose close may differ from the last session's, in the session's order,
+    and each queue's figures (what its jobs held as the session opened, kept between
+    sessions, with the jobs this session changed counted again).
 
     A job closes as before if its copy was handed on (neither the cache nor the last
     session changed its tasks since the last close: a copy made anew has no memo), this
@@ -109,16 +141,17 @@ def _sort_jobs(session: Session) -> list[Job]:
     settled, by the same conf (a reloaded one may close otherwise). A settled job's
     close depends on nothing else: without waiting tasks there are no reasons, no nodes
     to name, no time-out (a ready gang is never timed out), its phase is a fixed point
-    of its counts, and the gang has nothing to add to its conditions."""
+    of its counts, and the gang has nothing to add to its conditions. Only the
+    candidates (`_candidates`) are looked at."""
     result = session.result
-    podgroups = result.podgroups
     queues = result.queues
     held = session.held_at_open
     for name in session.queues:
         queues[name] = held.sum(name, 0).clone()
     conf = session.conf
     visit: list[Job] = []
-    for uid, job in session.jobs.items():
+    candidates = _candidates(session)
+    for job in session.jobs.values() if candidates is None else candidates:
         closed = job.memo.get(MEMO_KEY)
         conditions = job.conditions
         if (closed is None or job.dirty or closed.entry[0] != job.phase
@@ -126,19 +159,14 @@ def _sort_jobs(session: Session) -> list[Job]:
                 or (closed.entry[1] != conditions  # (shared Conditions: by identity)
                     and not _same_conditions(closed.entry[1], conditions))):
             visit.append(job)
-            entry = None
             allocated = queues.get(job.queue)
             if job.dirty and allocated is not None:
                 # (changed in this session: what it holds now, not as the session opened)
-                allocated.sub(held.parts[uid][1][0])
+                allocated.sub(held.parts[job.uid][1][0])
                 add_held_for_good(allocated, job)
-        else:
-            entry = closed.entry
-            if entry[1] != conditions:  # the cache's own, as a full close gives
-                entry = closed.entry = (entry[0], list(conditions))
-        if not (job.bare or job.held_only):
-            podgroups[uid] = entry  # type: ignore[assignment]
     result.changed_jobs = [job.uid for job in visit]
+    # every PodGroup's phase and conditions, read when asked (see SessionResult)
+    result.podgroup_jobs = session.jobs
     return visit
 
 
@@ -155,8 +183,6 @@ def close_session(session: Session) -> SessionResult:
         job.phase = podgroup_phase(session, job)
         # (a copy: the job may be handed on to the next session)
         entry = (job.phase, list(job.conditions))
-        if not (job.bare or job.held_only):
-            result.podgroups[uid] = entry
         # Allocated but never committed (the job only got pipelined): nothing was
         # decided for these, so they are pending too, with where they could go.
         for task in job.tasks_in(S.ALLOCATED):
@@ -176,6 +202,8 @@ def close_session(session: Session) -> SessionResult:
             if task.eviction_occurred:
                 result.nominated[task.key] = task.node_name
         _remember(session, job, entry)
+    last = session.snapshot.kept[MEMO_KEY] = _LastClose(session.conf, session.snapshot.serial)
+    last.unsettled.update(job.uid for job in visit if MEMO_KEY not in job.memo)
     for key, (task, reason) in session.snapshot.skipped.items():
         result.pending[key] = [reason]
         job_name = key if is_bare_job(task.job_id) else task.job_id

@@ -6,9 +6,10 @@ Kubernetes API for the daemon) read only these, so they need nothing of the sess
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
-from vscheduler.model import Condition
+from vscheduler.model import Condition, Job
 from vscheduler.resources import Resource
 
 __all__ = ["Event", "Eviction", "EvictionTerms", "SessionResult"]
@@ -67,8 +68,9 @@ class Eviction:
 class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
-    __slots__ = ("binds", "changed_jobs", "events", "evictions", "nominated", "pending",
-                 "pending_jobs", "pipelined", "podgroups", "queue_cards", "queues", "timeouts")
+    __slots__ = ("_podgroups", "binds", "changed_jobs", "events", "evictions", "nominated",
+                 "pending", "pending_jobs", "pipelined", "podgroup_jobs", "queue_cards",
+                 "queues", "timeouts")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
@@ -80,8 +82,10 @@ class SessionResult:
         self.pending: dict[str, list[str]] = {}
         # job (PodGroup uid, or the pod's key for a pod without one) -> (queue, pod keys)
         self.pending_jobs: dict[str, tuple[str, list[str]]] = {}
-        # PodGroup uid -> (phase, conditions), for every PodGroup in the session
-        self.podgroups: dict[str, tuple[str, list[Condition]]] = {}
+        # The session's jobs after its close, whose PodGroups' statuses `podgroups` reads
+        # when first asked (a daemon never asks: it writes the changed ones only).
+        self.podgroup_jobs: Mapping[str, Job] = {}
+        self._podgroups: dict[str, tuple[str, list[Condition]]] | None = None
         self.queues: dict[str, Resource] = {}
         # queue -> card name -> cards allocated (whole units), from a card-aware plugin
         self.queue_cards: dict[str, dict[str, float]] = {}
@@ -91,3 +95,17 @@ class SessionResult:
         # the jobs the close visited, whose status may have changed (the others close as
         # they did in the last session: see framework.close)
         self.changed_jobs: list[str] = []
+
+    @property
+    def podgroups(self) -> dict[str, tuple[str, list[Condition]]]:
+        """PodGroup uid -> (phase, conditions), for every PodGroup in the session, in its
+        order. Read it before the next session starts: that one may change the jobs."""
+        if self._podgroups is None:
+            self._podgroups = {uid: (job.phase, list(job.conditions))
+                               for uid, job in self.podgroup_jobs.items()
+                               if not (job.bare or job.held_only)}
+        return self._podgroups
+
+    @podgroups.setter
+    def podgroups(self, value: dict[str, tuple[str, list[Condition]]]) -> None:
+        self._podgroups = value
