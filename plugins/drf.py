@@ -82,10 +82,17 @@ class DrfPlugin(Plugin):
         if attr is not None:
             return attr
         part = self.opened.parts.get(uid)
-        if part is None or uid not in self.session.jobs:
+        job = self.session.jobs.get(uid)
+        if part is None or job is None:
             return None
         allocated = part[1][0]
-        attr = self.jobs[uid] = _JobAttr(allocated, self.dominant_share(allocated))
+        # The share as the session opened, kept on the job copy for the next session
+        # (it holds while the nodes do).
+        known = job.memo.get(self.name)
+        if known is None or known[0] != self.session.node_specs:
+            known = job.memo[self.name] = (self.session.node_specs,
+                                           self.dominant_share(allocated))
+        attr = self.jobs[uid] = _JobAttr(allocated, known[1])
         return attr
 
     # ---------------------------------------------------------------- shares

@@ -16,7 +16,6 @@ to what it already is changes nothing.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -55,14 +54,17 @@ class Unfit:
 
 
 class _Verdicts:
-    """One set of per-node refusals and what is derived from it, computed when first
-    asked. Once `frozen` (shared by copies) it never changes again; until then a change
-    drops what was derived."""
+    """One set of per-node refusals, the count of each reason over them (kept as they
+    change, so a copy that changes a few verdicts of thousands does not count them all
+    again) and what is derived from them, computed when first asked. Once `frozen`
+    (shared by copies) it never changes again; until then a change drops what was
+    derived."""
 
-    __slots__ = ("frozen", "histogram", "messages", "nodes", "unresolvable")
+    __slots__ = ("counts", "frozen", "histogram", "messages", "nodes", "unresolvable")
 
-    def __init__(self, nodes: dict[str, Unfit]) -> None:
+    def __init__(self, nodes: dict[str, Unfit], counts: dict[str, int]) -> None:
         self.nodes = nodes
+        self.counts = counts  # reason -> nodes refused for it (some at 0)
         self.frozen = False
         self.histogram: str | None = None  # "3 Insufficient cpu, 2 node(s) had ..."
         self.messages: dict[tuple[str, int | None], str] = {}
@@ -78,10 +80,9 @@ class _Verdicts:
         """The reasons counted over the nodes, each `count reason`, sorted as text and
         joined (as Volcano's FitErrors.Error sorts them: "10 x" before "2 y")."""
         if self.histogram is None:
-            counts = Counter(reason for unfit in self.nodes.values()
-                             for reason in unfit.reasons)
             self.histogram = ", ".join(sorted(f"{count} {reason}"
-                                              for reason, count in counts.items()))
+                                              for reason, count in self.counts.items()
+                                              if count))
         return self.histogram
 
 
@@ -93,7 +94,7 @@ class NodeFitErrors:
     __slots__ = ("_verdicts", "error")
 
     def __init__(self, error: str = "") -> None:
-        self._verdicts = _Verdicts({})
+        self._verdicts = _Verdicts({}, {})
         self.error = error
 
     @property
@@ -102,14 +103,25 @@ class NodeFitErrors:
         return MappingProxyType(self._verdicts.nodes)
 
     def set(self, node: str, unfit: Unfit) -> None:
-        if self._verdicts.nodes.get(node) == unfit:
+        old = self._verdicts.nodes.get(node)
+        if old == unfit:
             return  # no change: nothing to copy, nothing derived to drop
-        self._own().nodes[node] = unfit
+        verdicts = self._own()
+        verdicts.nodes[node] = unfit
+        counts = verdicts.counts
+        if old is not None:
+            for reason in old.reasons:
+                counts[reason] -= 1
+        for reason in unfit.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
 
     def forget(self, node: str) -> None:
         """`node` is no longer refused (it fits now, or is to be judged again)."""
         if node in self._verdicts.nodes:
-            del self._own().nodes[node]
+            verdicts = self._own()
+            counts = verdicts.counts
+            for reason in verdicts.nodes.pop(node).reasons:
+                counts[reason] -= 1
 
     def copy(self) -> NodeFitErrors:
         """A copy that later changes to this one do not reach (nor its changes this
@@ -151,7 +163,8 @@ class NodeFitErrors:
         shared ones; with what was derived from them dropped."""
         verdicts = self._verdicts
         if verdicts.frozen:
-            verdicts = self._verdicts = _Verdicts(dict(verdicts.nodes))
+            verdicts = self._verdicts = _Verdicts(dict(verdicts.nodes),
+                                                  dict(verdicts.counts))
         else:
             verdicts.forget_derived()
         return verdicts
