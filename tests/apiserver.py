@@ -1015,6 +1015,7 @@ class FakeApiServer:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._rv = 100
+        self._sorted_keys: dict[Any, tuple[int, list[tuple[str, str]]]] = {}
         self.resources: tuple[Resource, ...] = ()
         self._store: dict[str, dict[tuple[str, str], Obj]] = {}
         self._history: dict[str, deque[_Change]] = {}
@@ -1799,7 +1800,11 @@ class FakeApiServer:
             except ValueError as exc:
                 raise ApiError(400, f"invalid limit {query.get('limit')!r}") from exc
             store = self._store[res.id]
-            keys = sorted(store)
+            # (sorted once per kind and resourceVersion: every write moves the version on)
+            cached = self._sorted_keys.get(res.id)
+            if cached is None or cached[0] != self._rv:
+                cached = self._sorted_keys[res.id] = (self._rv, sorted(store))
+            keys = cached[1]
             # A page starts after the last key of the one before (found by bisection,
             # so that listing many objects in pages is not quadratic).
             start = bisect.bisect_right(keys, tuple(after)) if after is not None else 0

@@ -515,13 +515,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def entry() -> int:
-    """The `vscheduler` command. Sessions create and drop hundreds of thousands of
-    objects over a cache of millions, and free them without the cyclic collector (see
-    `Session.release`): with the default thresholds it would scan everything almost
-    every session (0.3-0.5 s at 50,000 pods) and find nothing. The process is ours, so
-    it runs rarely here; `main` leaves the collector of a caller's process alone."""
+def tune_collector() -> None:
+    """Sessions create and drop hundreds of thousands of objects over a cache of
+    millions, and free them without the cyclic collector (see `Session.release`): with
+    the default thresholds it would scan everything almost every session (0.3-0.5 s at
+    50,000 pods) and find nothing. In a process of ours it runs rarely."""
     gc.set_threshold(100_000, 50, 100)
+
+
+def entry() -> int:
+    """The `vscheduler` command (`main` leaves the collector of a caller's process
+    alone)."""
+    tune_collector()
     return main()
 
 
