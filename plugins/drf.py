@@ -85,7 +85,7 @@ class DrfPlugin(Plugin):
         job = self.session.jobs.get(uid)
         if part is None or job is None:
             return None
-        allocated = part[1][0]
+        allocated = self.opened.amount(uid, 0)
         # The share as the session opened, kept on the job copy for the next session
         # (it holds while the nodes do).
         known = job.memo.get(self.name)

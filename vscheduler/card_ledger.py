@@ -367,7 +367,7 @@ class CardLedger:
                 continue
             part = self.kept.parts.get(uid)
             if part is not None:
-                used[part[0]].sub(part[1][CARDS])
+                used[part[0]].sub(self.kept.amount(uid, CARDS))
             counts = used.setdefault(job.queue, Resource())
             for card, amount in self._placed_cards(job).items():
                 counts.scalars[card] = counts.scalars.get(card, 0.0) + amount

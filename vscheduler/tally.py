@@ -46,6 +46,7 @@ class Tally:
         self.width = width
         self.count = count
         self.serial = 0  # the snapshot the sums are of
+        # each one's part as counted, an empty amount as None (read them with `amount`)
         self.parts: dict[str, Part] = {}
         self.sums: dict[str, list[Resource]] = {}
         self.members: dict[str, int] = {}
@@ -55,6 +56,12 @@ class Tally:
         Clone it before changing it."""
         sums = self.sums.get(key)
         return sums[index] if sums is not None else _EMPTY
+
+    def amount(self, name: str, index: int) -> Resource:
+        """One amount of the part of `name` (empty if it has none). Read-only."""
+        part = self.parts.get(name)
+        amount = part[1][index] if part is not None else None
+        return amount if amount is not None else _EMPTY
 
     def total(self, index: int) -> Resource:
         """One amount summed over every key, as a new resource."""
@@ -87,8 +94,13 @@ class Tally:
         part = self.count(obj)
         if part is None:
             return
-        self.parts[name] = part
         key, amounts = part
+        if any(a is not None and _is_empty(a) for a in amounts):
+            # (nothing kept for an empty amount: most jobs of a busy cluster have
+            # several, and a part lives as long as its job)
+            amounts = tuple(None if a is None or _is_empty(a) else a for a in amounts)
+            part = (key, amounts)
+        self.parts[name] = part
         sums = self.sums.get(key)
         if sums is None:
             sums = self.sums[key] = [Resource() for _ in range(self.width)]
@@ -120,6 +132,10 @@ class Tally:
 
 
 _EMPTY = Resource()
+
+
+def _is_empty(amount: Resource) -> bool:
+    return not (amount.cpu or amount.memory or any(amount.scalars.values()))
 
 
 def _drop_zeros(total: Resource, changed_by: Resource) -> None:

@@ -162,7 +162,7 @@ def _sort_jobs(session: Session) -> list[Job]:
             allocated = queues.get(job.queue)
             if job.dirty and allocated is not None:
                 # (changed in this session: what it holds now, not as the session opened)
-                allocated.sub(held.parts[job.uid][1][0])
+                allocated.sub(held.amount(job.uid, 0))
                 add_held_for_good(allocated, job)
     result.changed_jobs = [job.uid for job in visit]
     # every PodGroup's phase and conditions, read when asked (see SessionResult)
