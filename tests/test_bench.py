@@ -339,3 +339,17 @@ def test_the_overload_scene_generates_150000_pods_90000_pending():
     assert len(pods) == 150_000
     assert sum(1 for p in pods if not p["spec"].get("nodeName")) == 90_000
     assert sum(1 for o in objects if o["kind"] == "Node") == 5000
+
+
+def test_bench_says_what_a_session_holds_per_pending_pod(capsys):
+    """More pods pending than the cluster takes: an extra traced session reports its
+    peak per pending pod (none when nothing is pending)."""
+    assert main(["bench", "--nodes", "2", "--jobs", "10", "--tasks-per-job", "4",
+                 "--running", "0", "--output", "json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["session_bytes_per_pending_pod"] > 0
+    assert figures["summary"]["session_bytes_per_pending_pod"] == \
+        figures["session_bytes_per_pending_pod"]
+    assert main(["bench", "--nodes", "20", "--jobs", "1", "--running", "0",
+                 "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["session_bytes_per_pending_pod"] is None

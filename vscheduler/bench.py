@@ -402,6 +402,7 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
                                          if allocate else 0.0),
         })
     evictions = len(simulation.report.evictions)
+    session_bytes = _session_bytes(simulation) if measure_memory else None
     figures: dict[str, Any] = {
         "spec": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(spec).items()},
         "scene": spec.scene,
@@ -411,6 +412,8 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
         "load_ms": round(loaded * 1000, 1),
         "cache_bytes_per_pod": round(cache_bytes / pods) if cache_bytes and pods else None,
         "peak_rss_mib": round(_peak_rss_bytes() / 2**20, 1),
+        # (taken after the peak RSS: tracing costs memory of its own)
+        "session_bytes_per_pending_pod": session_bytes,
         "sessions": sessions,
     }
     if spec.scene == "tidal":
@@ -419,6 +422,24 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
         figures["evictions_ratio"] = round(evictions / minimum, 3) if minimum else None
     figures["summary"] = summarize(figures)
     return figures
+
+
+def _session_bytes(simulation: Simulation) -> int | None:
+    """What one more session, over what the timed ones left, holds at its peak beyond
+    the cache, per pod pending at its start (None with nothing pending): its copies,
+    plugins' state and explanations. Traced apart from the timed sessions, which
+    tracing would slow."""
+    pending = sum(1 for task in simulation.cache.tasks.values()
+                  if task.job_id and not task.node_name)
+    if not pending:
+        return None
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    simulation.step()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return round((peak - before) / pending)
 
 
 def summarize(figures: dict[str, Any]) -> dict[str, Any]:
@@ -446,6 +467,7 @@ def summarize(figures: dict[str, Any]) -> dict[str, Any]:
         "generate_ms": figures["generate_ms"],
         "load_ms": figures["load_ms"],
         "cache_bytes_per_pod": figures["cache_bytes_per_pod"],
+        "session_bytes_per_pending_pod": figures["session_bytes_per_pending_pod"],
         "peak_rss_mib": figures["peak_rss_mib"],
         "first_session_ms": sessions[0]["session_ms"],
         "median_session_ms": median([s["session_ms"] for s in sessions]),
@@ -514,7 +536,8 @@ def render(figures: dict[str, Any]) -> str:
     lines = [
         _cluster_line(figures),
         f"load: {figures['load_ms']:.0f} ms; cache: "
-        f"{figures['cache_bytes_per_pod'] or '-'} bytes/pod; peak RSS "
+        f"{figures['cache_bytes_per_pod'] or '-'} bytes/pod; a session: "
+        f"{figures['session_bytes_per_pending_pod'] or '-'} bytes/pending pod; peak RSS "
         f"{figures['peak_rss_mib']} MiB",
     ]
     if "minimum_evictions" in figures:

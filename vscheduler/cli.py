@@ -457,7 +457,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--conf", help="conf to run (default: the scene's; for the default "
                                       "scene Volcano's default conf with capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
-                       help="skip the cache memory measurement (tracemalloc slows loading)")
+                       help="skip the memory measurements: the cache's (tracemalloc slows "
+                            "loading) and a session's (one more session, traced)")
     bench.add_argument("--output", choices=("text", "json"), default="text",
                        help="report format; json ends with a summary of medians to compare "
                             "two runs by (default %(default)s)")
