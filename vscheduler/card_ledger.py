@@ -332,6 +332,9 @@ class CardLedger:
         facts = JobCards()
         held, used, elastic = facts.held, facts.used, facts.elastic
         placed = sorted(job.tasks_in(ALLOCATED_STATUSES), key=_task_rank)
+        admitted = holds_admission(job)
+        if not (placed or admitted):
+            return facts  # (holds nothing and is owed nothing: its minimum is not read)
         for index, task in enumerate(placed):
             charge = self.charge(task)
             held.add(charge)
@@ -346,7 +349,7 @@ class CardLedger:
         # minResources, as in Volcano; cards: the tasks beyond minMember).
         elastic.cpu = max(held.cpu - minimum.cpu, 0.0)
         elastic.memory = max(held.memory - minimum.memory, 0.0)
-        if holds_admission(job):
+        if admitted:
             facts.owed = owed(minimum, _covered(minimum, held))
             facts.cluster_owed = owed(need, _covered(need, used))
         return facts
