@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable
+from functools import cmp_to_key
 from typing import Generic, TypeVar
 
 __all__ = ["PriorityQueue"]
@@ -11,36 +11,41 @@ __all__ = ["PriorityQueue"]
 T = TypeVar("T")
 
 
-class _Entry(Generic[T]):
-    __slots__ = ("item", "less")
-
-    def __init__(self, item: T, less: Callable[[T, T], bool]) -> None:
-        self.item = item
-        self.less = less
-
-    def __lt__(self, other: _Entry[T]) -> bool:
-        return self.less(self.item, other.item)
-
-
 class PriorityQueue(Generic[T]):
     """`pop` returns the item that `less` puts first. The session's orders are total
-    (they end on uids), so the result never depends on insertion order."""
+    (they end on uids), so the result never depends on insertion order.
 
-    __slots__ = ("_heap", "_less")
+    The items are kept in a list sorted from the last to pop to the first: a pop takes
+    the end without comparing anything, a push finds its place by bisection. A heap
+    compares about twice the log of its size on every pop, and the orders are plugin
+    code: with 20,000 waiting jobs, popping each once cost more than placing them.
+    (Like a heap, it takes an item's order as fixed while the item is queued: an
+    action changes a job only after popping it.)"""
+
+    __slots__ = ("_items", "_less")
 
     def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
         self._less = less
-        self._heap = [_Entry(item, less) for item in items]
-        heapq.heapify(self._heap)
+        # (a list in order or nearly so, as jobs by uid often are, sorts in one pass)
+        self._items = sorted(items, key=cmp_to_key(
+            lambda left, right: -1 if less(right, left) else 1))
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, _Entry(item, self._less))
+        items, less = self._items, self._less
+        low, high = 0, len(items)
+        while low < high:  # the first place whose item pops before `item`
+            middle = (low + high) // 2
+            if less(items[middle], item):
+                high = middle
+            else:
+                low = middle + 1
+        items.insert(low, item)
 
     def pop(self) -> T:
-        return heapq.heappop(self._heap).item
+        return self._items.pop()
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._items)
 
     def __bool__(self) -> bool:
-        return bool(self._heap)
+        return bool(self._items)

@@ -1,0 +1,36 @@
+"""PriorityQueue: whatever the order items come in and are pushed and popped in, each
+pop gives the item the order puts first among those queued, as a heap would."""
+
+from __future__ import annotations
+
+import heapq
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vscheduler.framework.queue import PriorityQueue
+
+# (key, name): a total order with ties on the key broken by name, as the session's are
+items = st.tuples(st.integers(0, 5), st.text("abcdef", min_size=1, max_size=3))
+
+
+@given(st.lists(items, unique=True), st.lists(st.one_of(items, st.none())))
+def test_pops_come_in_order_as_from_a_heap(start, steps):
+    queue = PriorityQueue(lambda left, right: left < right, start)
+    heap = list(start)
+    heapq.heapify(heap)
+    popped, expected = [], []
+    for step in steps:
+        if step is None:  # a pop
+            if heap:
+                expected.append(heapq.heappop(heap))
+                popped.append(queue.pop())
+        elif step not in heap:
+            heapq.heappush(heap, step)
+            queue.push(step)
+        assert len(queue) == len(heap) and bool(queue) == bool(heap)
+    while heap:
+        expected.append(heapq.heappop(heap))
+        popped.append(queue.pop())
+    assert popped == expected
+    assert not queue
