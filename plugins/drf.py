@@ -73,7 +73,7 @@ class DrfPlugin(Plugin):
         # Each job's allocation as the session opened, kept between sessions (a job
         # copied anew is read again); its `_JobAttr` is made when first asked, since
         # most jobs of a busy cluster never are in a session.
-        self.opened = session.tally(self.name, session.node_specs, 1, _allocation)
+        self.opened = session.tally(self.name, None, 1, _allocation)
         self.jobs: dict[str, _JobAttr] = {}
 
     def attr_of(self, uid: str) -> _JobAttr | None:

@@ -301,9 +301,9 @@ class CardLedger:
         self.queues = {name: self._read_queue(queue) for name, queue in queues.items()}
         self.kept = open_tally(self._job_part)
         for name, attr in self.queues.items():
-            attr.allocated = self.kept.sum(name, HELD).clone()
-            attr.elastic = self.kept.sum(name, ELASTIC).clone()
-            attr.inqueue = self.kept.sum(name, OWED).clone()
+            attr.allocated = self.kept.sum(name, HELD)
+            attr.elastic = self.kept.sum(name, ELASTIC)
+            attr.inqueue = self.kept.sum(name, OWED)
         self.cluster_allocated = Resource()
         self.cluster_inqueue = Resource()
         for name in sorted(self.kept.sums):
@@ -363,7 +363,7 @@ class CardLedger:
         `changed`) counted again."""
         used: dict[str, Resource] = {}
         for name in self.kept.sums:
-            used[name] = self.kept.sum(name, CARDS).clone()
+            used[name] = self.kept.sum(name, CARDS)
         for uid in changed:
             job = self.jobs.get(uid)
             if job is None or not job.dirty:

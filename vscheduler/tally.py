@@ -14,10 +14,11 @@ tally counts every job again. The session may change its job copies freely: a jo
 changed in a session is copied anew for the next one and so counted again.
 
 Parts are `Resource` amounts, which hold whole milli units and bytes (quantities are
-rounded up to those when read), so taking away what was added is exact: the kept sums
-equal a recount in any order. A sum holds no scalar at zero (a recount leaves them out
-too). A part must not be changed once given, and a sum read from the tally must be
-cloned before it is changed.
+rounded up to those when read, and stay whole below 2**53), so taking away what was
+added is exact: the kept sums equal a recount in any order. A sum holds a scalar while
+some member names it (at zero too, as a recount would), its scalars in name order so
+that what it prints does not depend on the order parts came and went in. A part must
+not be changed once given.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ Part = tuple[str, tuple[Resource | None, ...]]
 class Tally:
     """Sums per key of the parts of a snapshot's jobs (or nodes), and each one's part."""
 
-    __slots__ = ("count", "members", "over", "parts", "serial", "sums", "token", "width")
+    __slots__ = ("count", "members", "named", "over", "parts", "serial", "sums", "token",
+                 "width")
 
     def __init__(self, over: str, token: Hashable, width: int,
                  count: Callable[[Any], Part | None]) -> None:
@@ -50,24 +52,28 @@ class Tally:
         self.parts: dict[str, Part] = {}
         self.sums: dict[str, list[Resource]] = {}
         self.members: dict[str, int] = {}
+        # key -> per amount, how many members name each scalar: a sum holds a scalar,
+        # at zero too, while some member names it (as a recount would), in name order
+        self.named: dict[str, list[dict[str, int]]] = {}
 
     def sum(self, key: str, index: int) -> Resource:
-        """The sum of one amount over the members of `key` (empty if it has none).
-        Clone it before changing it."""
+        """The sum of one amount over the members of `key` (empty if it has none), as a
+        new resource."""
         sums = self.sums.get(key)
-        return sums[index] if sums is not None else _EMPTY
+        return sums[index].clone() if sums is not None else Resource()
 
     def amount(self, name: str, index: int) -> Resource:
         """One amount of the part of `name` (empty if it has none). Read-only."""
         part = self.parts.get(name)
         amount = part[1][index] if part is not None else None
-        return amount if amount is not None else _EMPTY
+        return amount if amount is not None else Resource()
 
     def total(self, index: int) -> Resource:
-        """One amount summed over every key, as a new resource."""
+        """One amount summed over every key, as a new resource (scalars in name order)."""
         out = Resource()
         for key in sorted(self.sums):
             out.add(self.sums[key][index])
+        out.scalars = dict(sorted(out.scalars.items()))
         return out
 
     # ---------------------------------------------------------------- keeping
@@ -76,6 +82,7 @@ class Tally:
         self.parts.clear()
         self.sums.clear()
         self.members.clear()
+        self.named.clear()
         for name, obj in objects.items():
             self._add(name, obj)
 
@@ -104,25 +111,37 @@ class Tally:
         sums = self.sums.get(key)
         if sums is None:
             sums = self.sums[key] = [Resource() for _ in range(self.width)]
+            self.named[key] = [{} for _ in range(self.width)]
             self.members[key] = 0
         self.members[key] += 1
-        for total, amount in zip(sums, amounts, strict=True):
-            if amount is not None:
-                total.add(amount)
-                _drop_zeros(total, amount)
+        for total, named, amount in zip(sums, self.named[key], amounts, strict=True):
+            if amount is None:
+                continue
+            total.add(amount)
+            new = False
+            for scalar in amount.scalars:
+                count = named.get(scalar, 0)
+                named[scalar] = count + 1
+                new = new or not count
+            if new:
+                total.scalars = dict(sorted(total.scalars.items()))
 
     def _take(self, part: Part) -> None:
         key, amounts = part
         self.members[key] -= 1
         if not self.members[key]:
             # (the last member gone: the key goes, with no zero left behind)
-            del self.members[key], self.sums[key]
+            del self.members[key], self.sums[key], self.named[key]
             return
-        for total, amount in zip(self.sums[key], amounts, strict=True):
+        for total, named, amount in zip(self.sums[key], self.named[key], amounts,
+                                        strict=True):
             if amount is None:
                 continue
             total.sub(amount)
-            _drop_zeros(total, amount)
+            for scalar in amount.scalars:
+                named[scalar] -= 1
+                if not named[scalar]:
+                    del named[scalar], total.scalars[scalar]
 
     def recounted(self, objects: Mapping[str, Any]) -> Tally:
         """A tally of `objects` counted afresh (to check this one against)."""
@@ -131,20 +150,9 @@ class Tally:
         return fresh
 
 
-_EMPTY = Resource()
-
-
 def _is_empty(amount: Resource) -> bool:
-    return not (amount.cpu or amount.memory or any(amount.scalars.values()))
-
-
-def _drop_zeros(total: Resource, changed_by: Resource) -> None:
-    """Leave out of `total` the scalars `changed_by` brought to zero (or added at zero),
-    so that a sum does not depend on the order its parts came and went in."""
-    scalars = total.scalars
-    for name in changed_by.scalars:
-        if not scalars.get(name, 1):
-            del scalars[name]
+    """No cpu, memory nor scalar named (a scalar at zero counts: see `Tally.named`)."""
+    return not (amount.cpu or amount.memory or amount.scalars)
 
 
 def kept_tally(snapshot: Any, name: str, token: Hashable, width: int,
@@ -171,16 +179,16 @@ def kept_value(snapshot: Any, name: str, token: Hashable, build: Callable[[], An
     """What `build` gives, kept under `name` while `token` stays the same (figures that
     follow from the nodes' specs alone, say, with `session.node_specs` as the token)."""
     kept = snapshot.kept.get(name)
-    if isinstance(kept, _Kept) and kept.token == token:
-        return kept.value
-    value = build()
-    snapshot.kept[name] = _Kept(token, value)
-    return value
+    if not (isinstance(kept, _Kept) and kept.token == token):
+        kept = snapshot.kept[name] = _Kept(token, build())
+    kept.serial = snapshot.serial
+    return kept.value
 
 
 class _Kept:
-    __slots__ = ("token", "value")
+    __slots__ = ("serial", "token", "value")
 
     def __init__(self, token: Hashable, value: Any) -> None:
         self.token = token
         self.value = value
+        self.serial = 0  # the last snapshot it was read in (see Cache.snapshot)

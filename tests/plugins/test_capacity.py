@@ -548,3 +548,23 @@ def test_invariants_hold_over_sessions(objects: list[dict], sessions: int):
     simulation = Simulation(parse_conf(CONF, "capacity test conf"))
     simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
     run_checked(simulation, sessions)
+
+
+def test_a_resource_the_nodes_offer_at_zero_still_caps_what_a_queue_deserves():
+    """Nodes listing `nvidia.com/gpu: 0` give the cluster a GPU total of zero (not an
+    unknown one): a queue written to deserve 4 GPUs deserves none of a cluster that has
+    none, so its share is full and the other queue's pod goes first, in every session
+    (the cluster's total is kept between sessions)."""
+    objects = [node("n1", cpu="1", **{"nvidia.com/gpu": "0"}), queue("b"),
+               queue("z", deserved={"nvidia.com/gpu": "4"}),
+               pod("pb", queue="b", cpu="1"), pod("pa", queue="z", cpu="1")]
+    conf = """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: capacity}]
+"""
+    session = open_session(objects, conf)
+    figures = session.plugins["capacity"].queue_figures["z"]
+    assert figures.deserved.scalars.get("nvidia.com/gpu") == 0 and figures.share == 1.0
+    assert sorted(session.run().binds) == ["default/pb"]

@@ -11,7 +11,7 @@ the cache's snapshot), which that session's close left *settled* (nothing waits,
 gang ready or empty) and whose status the cache took as it was, closes as before: no
 pending reasons, no events, the same phase and conditions. Such a job is not visited
 again: the close, the gang's close and the status writes visit only the others
-(`SessionResult.changed_jobs`), and its PodGroup's entry in the result is its status as
+(`SessionResult.visited_jobs`), and its PodGroup's entry in the result is its status as
 it stands.
 """
 
@@ -48,7 +48,7 @@ NO_NODES = "0/0 nodes are available: the cluster has no nodes."
 # The key in `Job.memo` under which a close leaves how it left the job copy.
 MEMO_KEY = "framework.close"
 # Tasks that make a close say something each session (reasons, events, pipelined pods).
-_WAITING = S.PENDING | S.ALLOCATED | S.PIPELINED
+_UNPLACED = S.PENDING | S.ALLOCATED | S.PIPELINED
 
 
 def held_part(job: Job) -> Part:
@@ -90,7 +90,7 @@ def _same_conditions(left: list[Condition], right: list[Condition]) -> bool:
 def _remember(session: Session, job: Job, entry: tuple[str, list[Condition]]) -> None:
     """Leave on the copy how this close left it, if the next close of the copy, still
     unchanged, would decide the same (see `_sort_jobs`)."""
-    if job.count(_WAITING) == 0 and (not job.tasks or job.is_ready()):
+    if job.count(_UNPLACED) == 0 and (not job.tasks or job.is_ready()):
         job.memo[MEMO_KEY] = _Closed(entry, session.conf)
     else:
         job.memo.pop(MEMO_KEY, None)
@@ -147,7 +147,7 @@ def _sort_jobs(session: Session) -> list[Job]:
     queues = result.queues
     held = session.held_at_open
     for name in session.queues:
-        queues[name] = held.sum(name, 0).clone()
+        queues[name] = held.sum(name, 0)
     conf = session.conf
     visit: list[Job] = []
     candidates = _candidates(session)
@@ -164,7 +164,7 @@ def _sort_jobs(session: Session) -> list[Job]:
                 # (changed in this session: what it holds now, not as the session opened)
                 allocated.sub(held.amount(job.uid, 0))
                 add_held_for_good(allocated, job)
-    result.changed_jobs = [job.uid for job in visit]
+    result.visited_jobs = [job.uid for job in visit]
     # every PodGroup's phase and conditions, read when asked (see SessionResult)
     result.podgroup_jobs = session.jobs
     return visit
