@@ -156,7 +156,7 @@ class CapacityCardPlugin(Plugin):
         """Each queue's cards placed for good, in whole cards, for the report (every
         queue with a card quota or using cards)."""
         session.result.queue_cards.update(
-            self.ledger.queue_cards(session.result.changed_jobs))
+            self.ledger.queue_cards(session.result.visited_jobs))
 
     # ================================================================ enqueue
 

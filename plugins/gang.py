@@ -118,7 +118,7 @@ class GangPlugin(Plugin):
     def on_session_close(self, session: SessionView) -> None:
         # Only the jobs whose close may differ from the last session's: the others are
         # ready and have their conditions (see framework.close).
-        for uid in session.result.changed_jobs:
+        for uid in session.result.visited_jobs:
             job = session.jobs[uid]
             if not job.tasks or job.bare:
                 continue

@@ -30,6 +30,8 @@ from vscheduler.specs import DisruptionBudget, NodeSpec, PodGroupSpec
 __all__ = ["Cache", "Snapshot"]
 
 S = TaskStatus
+# Snapshots after which what sessions keep (`Snapshot.kept`) is dropped if none read it.
+KEPT_IDLE_SESSIONS = 20
 
 
 class Snapshot:
@@ -348,7 +350,7 @@ class Cache:
         """Whether a session could decide anything: a PodGroup waits for admission or a
         pod of ours waits for a node. (Without either, actions have nothing to do, and
         the statuses a session writes only change when the cache does.)"""
-        return any(job.is_pending() or job.count(S.PENDING) for job in self.jobs.values())
+        return any(job.waits() for job in self.jobs.values())
 
     def snapshot(self, reuse: bool = True) -> Snapshot:
         """The jobs and nodes a session may change, copied from the cache.
@@ -381,7 +383,7 @@ class Cache:
                 job.dirty = False
             clone.priority = self._job_priority(job, default_priority)
             jobs[uid] = clone
-            if (clone.is_pending() or clone.count(S.PENDING)) if fresh else uid in waited:
+            if clone.waits() if fresh else uid in waited:
                 waiting.append(uid)
         copies.drop_old_jobs()
         nodes: dict[str, Node] = {}
@@ -395,6 +397,11 @@ class Cache:
                             tuple(self.budgets[key] for key in sorted(self.budgets)))
         self._serial += 1
         snapshot.serial, snapshot.base = self._serial, base
+        # What no session read for a while goes (a plugin the conf no longer names):
+        # everything kept says the last snapshot it was brought up to date with.
+        oldest = self._serial - KEPT_IDLE_SESSIONS
+        for name in [n for n, v in self.kept.items() if getattr(v, "serial", oldest) < oldest]:
+            del self.kept[name]
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
         snapshot.restated = copies.restated
         snapshot.kept = self.kept

@@ -199,7 +199,8 @@ def on_session_open(session: SessionView) -> None:
       (`count(job)` gives its key and amounts) and the sums per key between sessions,
       and at open takes away and adds back the parts of the jobs that changed. A part
       must follow from the job copy and `token` alone (put your arguments and
-      `session.node_specs` in the token if it reads them); change a sum only on a clone.
+      `session.node_specs` in the token if it reads them), and not from the job's
+      `priority`, which every snapshot sets again without copying the job anew.
     """
 
 

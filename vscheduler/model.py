@@ -378,6 +378,10 @@ class Job:
     def is_pending(self) -> bool:
         return self.phase in ("Pending", "")
 
+    def waits(self) -> bool:
+        """Something of it waits for a session: admission, or pods for a node."""
+        return self.is_pending() or bool(self.count(S.PENDING))
+
     def _min_task_total(self) -> int:
         return sum(self.min_task_member.values())
 

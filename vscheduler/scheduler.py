@@ -109,7 +109,7 @@ class Scheduler:
             cache.set_releasing(eviction.task)
             self.evictor.evict(cache.tasks[eviction.task], eviction)
         # (the other jobs close as before: the cache holds their status, as written)
-        for uid in result.changed_jobs:
+        for uid in result.visited_jobs:
             job = session.jobs[uid]
             changed = cache.set_podgroup_status(uid, job.phase, job.conditions)
             if changed and not (job.bare or job.held_only):  # (else no PodGroup to write)

@@ -138,8 +138,8 @@ def _running_gangs(count: int) -> list[dict[str, Any]]:
 
 def _visited(result: SessionResult) -> list[str]:
     """The gangs a session's close visited (the pod that never fits always is)."""
-    assert "huge" in " ".join(result.changed_jobs)
-    return [uid for uid in result.changed_jobs if "huge" not in uid]
+    assert "huge" in " ".join(result.visited_jobs)
+    return [uid for uid in result.visited_jobs if "huge" not in uid]
 
 
 def test_a_settled_job_is_not_visited_again_until_something_changes_it():

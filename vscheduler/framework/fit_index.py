@@ -15,7 +15,7 @@ It is kept between sessions (`Snapshot.kept`) while the nodes' specs and the con
 the same (the positions of nodes in the session's list do not move), and brought up to
 date with the nodes that changed: those the snapshot copied anew, then those the
 session's log names (`Session.node_changes`). A shape or signature unused for
-`MAX_IDLE_SESSIONS` sessions is forgotten.
+`MAX_IDLE_SESSIONS` sessions is forgotten, and at most `MAX_SHAPES` shapes are kept.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ from vscheduler.resources import Resource
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["MAX_IDLE_SESSIONS", "FitIndex", "fit_index"]
+__all__ = ["MAX_IDLE_SESSIONS", "MAX_SHAPES", "FitIndex", "fit_index"]
 
 # Sessions a shape may go unasked before its index is dropped (each costs its upkeep on
-# every node change).
+# every node change), and how many shapes are kept at most (the least recently asked
+# goes first): a cluster of many pod shapes must not pay for all of them on every change.
 MAX_IDLE_SESSIONS = 20
+MAX_SHAPES = 64
 
 Shape = tuple[float, float, tuple[tuple[str, float], ...]]
 
@@ -75,6 +77,8 @@ class FitIndex:
         key = (request.cpu, request.memory, tuple(sorted(request.scalars.items())))
         shape = self.shapes.get(key)
         if shape is None:
+            if len(self.shapes) >= MAX_SHAPES:
+                del self.shapes[min(self.shapes, key=lambda k: self.shapes[k].used)]
             request = request.clone()
             shape = self.shapes[key] = _Shape(request, SortedList(
                 node.position for node in session.node_list

@@ -1,7 +1,10 @@
 """What a session hands on: the decisions and the reasons, as plain values.
 
 The binder, evictor, status writer and event sink (in memory for `simulate`, the
-Kubernetes API for the daemon) read only these, so they need nothing of the session.
+Kubernetes API for the daemon) read only these. One exception: every PodGroup's status
+(`SessionResult.podgroups`) is read from the session's job copies when first asked, so
+it must be read before the next session starts (the next snapshot hands those copies
+on, to be changed).
 """
 
 from __future__ import annotations
@@ -68,9 +71,9 @@ class Eviction:
 class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
-    __slots__ = ("_podgroups", "binds", "changed_jobs", "events", "evictions", "nominated",
-                 "pending", "pending_jobs", "pipelined", "podgroup_jobs", "queue_cards",
-                 "queues", "timeouts")
+    __slots__ = ("_podgroups", "binds", "events", "evictions", "nominated", "pending",
+                 "pending_jobs", "pipelined", "podgroup_jobs", "queue_cards", "queues",
+                 "timeouts", "visited_jobs")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
@@ -94,7 +97,7 @@ class SessionResult:
         self.timeouts: list[str] = []
         # the jobs the close visited, whose status may have changed (the others close as
         # they did in the last session: see framework.close)
-        self.changed_jobs: list[str] = []
+        self.visited_jobs: list[str] = []
 
     @property
     def podgroups(self) -> dict[str, tuple[str, list[Condition]]]:

@@ -75,11 +75,13 @@ class NodeSearch:
                  fits_future: Callable[[Node, Resource], str | None],
                  fits_now: Callable[[Node, Resource], str | None],
                  fit_index: FitIndex | None = None) -> None:
+        if fit_index is not None and fits_future is not Node.insufficient_future:
+            raise ValueError("a fit index knows the nodes with room by "
+                             "Node.insufficient_future: search with it, or without the index")
         self.session = session
         self.fits_future = fits_future
         self.fits_now = fits_now
-        # Which nodes have room, to pass the others by unjudged (only for a
-        # `fits_future` that is `Node.insufficient_future`, the index's own test).
+        # Which nodes have room, to pass the others by unjudged.
         self.fit_index = fit_index
         self.entries: dict[Hashable, _Entry] = {}
 
