@@ -120,8 +120,10 @@ def load_json(text: str, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_JSON_B
 # wheels) reads a large manifest about six times faster than the pure-Python one, but
 # composes recursively in C, where nesting too deep ends the process (no RecursionError
 # to catch): so a first pass over its events, a loop, measures each document before it
-# is composed. Whatever libyaml finds wrong is read again by the pure-Python reader,
-# whose message the user gets: the same text says the same thing on either path.
+# is composed. Whatever libyaml finds wrong, and a tag PyYAML cannot construct (the
+# pure-Python scanner refuses some tag forms libyaml takes), is read again by the
+# pure-Python reader, whose message the user gets: the same text says the same thing on
+# either path.
 
 try:
     from yaml.cyaml import CParser
@@ -223,10 +225,14 @@ def _construct(node: Node) -> Any:
     return SafeConstructor().construct_document(node)
 
 
-def _document(node: Node | None, max_depth: int, aliased: bool) -> Any | TextError:
+def _document(node: Node | None, max_depth: int, aliased: bool,
+              raise_yaml_errors: bool = False) -> Any | TextError:
     """A composed document's value, or the TextError that replaces it. Only aliases
     can nest a composed document deeper than its composer allowed: the graph of one
-    without (`aliased` false) is not measured again."""
+    without (`aliased` false) is not measured again. With `raise_yaml_errors`, what
+    PyYAML's constructor refuses (a tag it does not know) is raised, for libyaml's
+    reading to hand the text to the pure-Python reader (which may refuse the tag
+    earlier, as a syntax error)."""
     if node is None:
         return None
     if aliased and _too_deep(node, max_depth):
@@ -235,6 +241,8 @@ def _document(node: Node | None, max_depth: int, aliased: bool) -> Any | TextErr
     try:
         return _construct(node)
     except yaml.YAMLError as err:  # e.g. a tag no safe constructor knows
+        if raise_yaml_errors:
+            raise
         return TextError(_yaml_problem(err))
     except (ValueError, OverflowError) as err:
         # e.g. an integer of more digits than Python converts, a day past the month's end
@@ -332,7 +340,7 @@ def _next_document(scout: Any, composer: Any, max_depth: int) -> Any:
         return _END
     too_deep, aliased = _measure(scout, max_depth)
     if too_deep is None:
-        return _document(composer.get_node(), max_depth, aliased)
+        return _document(composer.get_node(), max_depth, aliased, raise_yaml_errors=True)
     while not isinstance(composer.get_event(), DocumentEndEvent):
         pass
     return TextError(too_deep)
