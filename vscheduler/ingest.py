@@ -6,6 +6,9 @@ exactly as the same object arriving from a watch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from vscheduler.cache import Cache
 from vscheduler.framework.results import Event
 from vscheduler.objects import (
@@ -19,8 +22,8 @@ from vscheduler.objects import (
     parse_queue,
 )
 
-__all__ = ["CLUSTER_SCOPED", "READ_GROUPS", "add_object", "describe", "read_kind",
-           "skipped_event"]
+__all__ = ["CLUSTER_SCOPED", "READ_GROUPS", "add_object", "describe", "parse_object",
+           "put_object", "read_kind", "skipped_event"]
 
 # kind -> the API groups it is read from ("" is the core group). A Queue of another
 # group is someone else's Queue, not Volcano's; a PodGroup may be Volcano's or
@@ -56,25 +59,49 @@ def read_kind(obj: dict, kind: str | None = None) -> str | None:
     return kind if group in groups else None
 
 
+# kind -> what reads an object of it (with the order standing for a missing creation
+# time, for the kinds that keep one), and what puts it in the cache
+_PARSERS: dict[str, Callable[[dict, float], Any]] = {
+    "Pod": parse_pod,
+    "Node": lambda obj, order: parse_node(obj),
+    "PodGroup": parse_podgroup,
+    "Queue": parse_queue,
+    "PriorityClass": lambda obj, order: parse_priority_class(obj),
+    "PodDisruptionBudget": lambda obj, order: parse_disruption_budget(obj),
+}
+_PUT: dict[str, Callable[[Cache, Any], None]] = {
+    "Pod": Cache.add_pod,
+    "Node": Cache.add_node,
+    "PodGroup": Cache.add_podgroup,
+    "Queue": Cache.add_queue,
+    "PriorityClass": Cache.add_priority_class,
+    "PodDisruptionBudget": Cache.add_disruption_budget,
+}
+
+
+def parse_object(obj: dict, kind: str | None = None,
+                 order: float = 0.0) -> tuple[str | None, Any]:
+    """The kind `obj` is read as (None for an object the scheduler does not read) and
+    what it reads of it, without the cache: the daemon reads objects as they arrive,
+    beside its scheduling. Raises BadObject for one it reads and cannot use. `order`
+    stands for the creation time of an object that has none (simulate's files)."""
+    read = read_kind(obj, kind)
+    return read, (_PARSERS[read](obj, order) if read is not None else None)
+
+
+def put_object(cache: Cache, read: str | None, parsed: Any) -> None:
+    """Put what `parse_object` read in the cache (replacing what it had under its name)."""
+    if read is not None:
+        _PUT[read](cache, parsed)
+
+
 def add_object(cache: Cache, obj: dict, kind: str | None = None,
                order: float = 0.0) -> str | None:
     """Parse `obj` and put it in the cache (replacing what the cache had under its name);
     the kind it was read as, or None for an object the scheduler does not read. Raises
-    BadObject for one it reads and cannot use (the cache is then unchanged). `order`
-    stands for the creation time of an object that has none (simulate's files)."""
-    read = read_kind(obj, kind)
-    if read == "Pod":
-        cache.add_pod(parse_pod(obj, order))
-    elif read == "Node":
-        cache.add_node(parse_node(obj))
-    elif read == "PodGroup":
-        cache.add_podgroup(parse_podgroup(obj, order))
-    elif read == "Queue":
-        cache.add_queue(parse_queue(obj, order))
-    elif read == "PriorityClass":
-        cache.add_priority_class(parse_priority_class(obj))
-    elif read == "PodDisruptionBudget":
-        cache.add_disruption_budget(parse_disruption_budget(obj))
+    BadObject for one it reads and cannot use (the cache is then unchanged)."""
+    read, parsed = parse_object(obj, kind, order)
+    put_object(cache, read, parsed)
     return read
 
 

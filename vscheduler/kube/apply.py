@@ -7,13 +7,17 @@ a deleted one is removed whatever state it was in.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vscheduler.cache import Cache
-from vscheduler.ingest import add_object
+from vscheduler.ingest import parse_object, put_object
 from vscheduler.model import ALLOCATED_STATUSES
-from vscheduler.objects import BadObject, metadata
+from vscheduler.objects import BadObject, ParsedPod, metadata
 from vscheduler.textinput import brief
 
-__all__ = ["KINDS", "apply_event"]
+__all__ = ["KINDS", "apply_event", "read_event"]
+
+_UNREAD = object()
 
 # kind -> (API group, version, plural, namespaced)
 KINDS: dict[str, tuple[str, str, str, bool]] = {
@@ -26,32 +30,42 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
 }
 
 
-def apply_event(cache: Cache, kind: str, event_type: str, obj: dict) -> None:
-    """Apply one ADDED / MODIFIED / DELETED object of `kind` to the cache. Raises
-    BadObject for an object that cannot be read (it is then not in the cache). Objects
-    are read by `vscheduler.ingest`, as simulate reads a manifest's."""
+def read_event(kind: str, event_type: str, obj: dict) -> Any:
+    """What the cache takes of one event, read without the cache (a watch thread may):
+    for ADDED / MODIFIED, what `ingest.parse_object` reads; nothing for DELETED. Raises
+    BadObject for an object that cannot be read."""
     if kind not in KINDS:
         raise BadObject(f"kind {brief(kind)} is not watched")
     if event_type == "DELETED":
-        namespace, name, _ = metadata(obj)
+        return None
+    return parse_object(obj, kind)
+
+
+def apply_event(cache: Cache, kind: str, event_type: str, obj: dict | None,
+                read: Any = _UNREAD) -> None:
+    """Apply one ADDED / MODIFIED / DELETED object of `kind` to the cache, with what
+    `read_event` read of it if that is given (the object itself is then needed only for
+    DELETED). Raises BadObject for an object that cannot be read (it is then not in the
+    cache). Objects are read by `vscheduler.ingest`, as simulate reads a manifest's."""
+    if read is _UNREAD:
+        read = read_event(kind, event_type, obj or {})
+    if event_type == "DELETED":
+        namespace, name, _ = metadata(obj or {})
         _delete(cache, kind, namespace, name)
         return
-    if kind == "Pod" and _bind_in_flight(cache, obj):
+    if read[0] == "Pod" and _bind_in_flight(cache, read[1]):
         return
-    add_object(cache, obj, kind)
+    put_object(cache, *read)
 
 
-def _bind_in_flight(cache: Cache, obj: dict) -> bool:
-    """Whether `obj` is a pending view of a pod the scheduler decided to bind: it shows
-    no node until the API server has the Binding, and the decision is kept rather than
-    made pending again (Volcano too)."""
-    namespace, name, _ = metadata(obj)
-    known = cache.tasks.get(f"{namespace}/{name}")
+def _bind_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
+    """Whether a pod read is a pending view of one the scheduler decided to bind: it
+    shows no node until the API server has the Binding, and the decision is kept rather
+    than made pending again (Volcano too)."""
+    known = cache.tasks.get(parsed.pod.key)
     if known is None or not known.status & ALLOCATED_STATUSES or not known.node_name:
         return False
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    return not spec.get("nodeName") and (status.get("phase") or "Pending") == "Pending"
+    return not parsed.node_name and (parsed.pod.phase or "Pending") == "Pending"
 
 
 def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:

@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from kubernetes.client import ApiClient
 
@@ -24,7 +25,7 @@ from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, SessionResult
 from vscheduler.ingest import skipped_event
-from vscheduler.kube.apply import KINDS, apply_event
+from vscheduler.kube.apply import KINDS, apply_event, read_event
 from vscheduler.kube.discovery import ApiDiscovery
 from vscheduler.kube.leader import LeaderElector
 from vscheduler.kube.metrics import Metrics
@@ -66,7 +67,10 @@ class Daemon:
                                    events=self.writer, default_queue=default_queue,
                                    node_sampling=node_sampling)
         self.metrics = Metrics()
-        self.incoming: queue.Queue[tuple[str, str, dict]] = queue.Queue()
+        # (kind, event type, object, what was read of it or the BadObject error): read
+        # in the watch threads, beside the scheduling (a start lists every object); the
+        # object itself is kept only where it is still needed (DELETED, an error)
+        self.incoming: queue.Queue[tuple[str, str, dict | None, Any]] = queue.Queue()
         self.stop = threading.Event()
         self.reflectors = [Reflector(api, kind, self._receive, self.stop) for kind in KINDS]
         self.reflectors += [Reflector(api, kind, self._receive, self.stop, resource=resource,
@@ -78,7 +82,12 @@ class Daemon:
     # ---------------------------------------------------------------- feeding
 
     def _receive(self, kind: str, event_type: str, obj: dict) -> None:
-        self.incoming.put((kind, event_type, obj))
+        try:
+            read: Any = read_event(kind, event_type, obj)
+        except BadObject as err:
+            read = err
+        keep = event_type == "DELETED" or isinstance(read, BadObject)
+        self.incoming.put((kind, event_type, obj if keep else None, read))
 
     def start_watches(self, synced_timeout: float = 60.0) -> bool:
         """Start the reflectors; whether every kind was listed within the timeout. A stop
@@ -98,14 +107,16 @@ class Daemon:
     def _drain(self) -> None:
         while True:
             try:
-                kind, event_type, obj = self.incoming.get_nowait()
+                kind, event_type, obj, read = self.incoming.get_nowait()
             except queue.Empty:
                 break
             try:
-                apply_event(self.cache, kind, event_type, obj)
+                if isinstance(read, BadObject):
+                    raise read
+                apply_event(self.cache, kind, event_type, obj, read)
             except BadObject as err:
-                event = skipped_event(obj, err, kind)
-                self.writer.emit(event, obj)
+                event = skipped_event(obj or {}, err, kind)
+                self.writer.emit(event, obj or {})
                 log.warning("Object skipped", extra=fields(object=event.object, error=str(err)))
         while True:
             try:
