@@ -19,27 +19,18 @@ class PriorityQueue(Generic[T]):
     the end without comparing anything, a push finds its place by bisection. A heap
     compares about twice the log of its size on every pop, and the orders are plugin
     code: with 20,000 waiting jobs, popping each once cost more than placing them.
-    Items pushed before the first pop are sorted together then (a list in order or
-    nearly so, as jobs by uid often are, sorts in one pass). (Like a heap, it takes an
-    item's order as fixed while the item is queued: an action changes a job only after
-    popping it.)"""
+    (Like a heap, it takes an item's order as fixed while the item is queued: an
+    action changes a job only after popping it.)"""
 
-    __slots__ = ("_items", "_less", "_sorted")
+    __slots__ = ("_items", "_less")
 
     def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
         self._less = less
-        self._items = list(items)
-        self._sorted = False
-
-    def _sort(self) -> None:
-        less = self._less
-        self._items.sort(key=cmp_to_key(lambda left, right: -1 if less(right, left) else 1))
-        self._sorted = True
+        # (a list in order or nearly so, as jobs by uid often are, sorts in one pass)
+        self._items = sorted(items, key=cmp_to_key(
+            lambda left, right: -1 if less(right, left) else 1))
 
     def push(self, item: T) -> None:
-        if not self._sorted:
-            self._items.append(item)
-            return
         items, less = self._items, self._less
         low, high = 0, len(items)
         while low < high:  # the first place whose item pops before `item`
@@ -51,8 +42,6 @@ class PriorityQueue(Generic[T]):
         items.insert(low, item)
 
     def pop(self) -> T:
-        if not self._sorted:
-            self._sort()
         return self._items.pop()
 
     def __len__(self) -> int:
