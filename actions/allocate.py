@@ -40,7 +40,7 @@ class Allocate(Action):
         self._search = NodeSearch(session, Node.insufficient_future, Node.insufficient_now,
                                   fit_index(session))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
-        jobs_of: dict[str, PriorityQueue[Job]] = {}
+        waiting: dict[str, list[Job]] = {}  # queue -> its jobs to place, queued below
         tasks_of: dict[str, PriorityQueue[Task]] = {}
         auto_admit = "enqueue" not in session.action_names
         for job in session.waiting_jobs:
@@ -66,10 +66,12 @@ class Allocate(Action):
             if not tasks:
                 continue
             tasks_of[job.uid] = PriorityQueue(session.task_less, tasks)
-            if queue.name not in jobs_of:
-                jobs_of[queue.name] = PriorityQueue(session.job_less)
+            if queue.name not in waiting:
+                waiting[queue.name] = []
                 queues.push(queue)
-            jobs_of[queue.name].push(job)
+            waiting[queue.name].append(job)
+        # (sorted at once: the jobs come nearly in order, and one pass sorts them)
+        jobs_of = {name: PriorityQueue(session.job_less, jobs) for name, jobs in waiting.items()}
 
         while queues:
             queue = queues.pop()

@@ -22,15 +22,17 @@ class Enqueue(Action):
 
     def execute(self, session: Session) -> None:
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
-        pending: dict[str, PriorityQueue[Job]] = {}
+        waiting: dict[str, list[Job]] = {}  # queue -> its jobs not admitted, queued below
         for job in session.waiting_jobs:
             if not job.is_pending() or job.held_only:
                 continue
             queue = session.queues[job.queue]
-            if queue.name not in pending:
-                pending[queue.name] = PriorityQueue(session.job_less)
+            if queue.name not in waiting:
+                waiting[queue.name] = []
                 queues.push(queue)
-            pending[queue.name].push(job)
+            waiting[queue.name].append(job)
+        # (sorted at once: the jobs come nearly in order, and one pass sorts them)
+        pending = {name: PriorityQueue(session.job_less, jobs) for name, jobs in waiting.items()}
         while queues:
             queue = queues.pop()
             jobs = pending[queue.name]
