@@ -116,3 +116,29 @@ def test_plans_are_shared_only_when_every_plugin_offering_victims_signs() -> Non
     unsigned = Session(b.load_cache(objects).snapshot(), conf)
     task = next(iter(next(iter(unsigned.jobs.values())).tasks.values()))
     assert unsigned.preemptor_signature(task) is None
+
+
+def test_a_node_is_planned_again_when_a_gang_there_lost_a_pod_elsewhere():
+    """Gang run-1 (minMember 2) has a pod on n0 and two on n1. While whole, its pods on
+    n1 cannot go (taking them would leave one of a gang of two); once its pod on n0 is
+    evicted for an earlier preemptor, the two on n1 are the whole gang and may go
+    together. A plan kept for n1 from before must not hide that: n1 comes before n2 in
+    node order, and planning alone takes it."""
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        b.queue("qa", reclaimable=True), b.queue("qb", reclaimable=True),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "4"}) for i in range(5))]
+    placed = {"run-0": (1, ["n0", "n0", "n0"]), "run-1": (2, ["n0", "n1", "n1"]),
+              "run-2": (4, ["n1", "n1", "n2", "n2"]), "run-3": (1, ["n2", "n2"]),
+              "run-4": (1, ["n3"] * 4), "run-5": (1, ["n4"] * 4)}
+    for name, (minimum, nodes) in placed.items():
+        objects.append(b.podgroup(name, minimum, queue="qa", priority_class="low",
+                                  phase="Running"))
+        objects += [b.pod(f"{name}-{i}", group=name, queue="qa", node_name=node,
+                          priority_class="low", phase="Running", **{GPU: "1"})
+                    for i, node in enumerate(nodes)]
+    objects += [b.pod(f"want-{i}", queue="qb", priority_class="high", **{GPU: "2"})
+                for i in range(3)]
+    shared, alone = _run(RECLAIM, objects, shared=True), _run(RECLAIM, objects, shared=False)
+    assert _decisions(shared) == _decisions(alone)
+    assert ("default/run-1-1", "n1") in [(e["pod"], e["node"]) for e in shared["evictions"]]

@@ -334,7 +334,9 @@ class Plans:
 
 class PlanMemo:
     """Plans per policy and preemptor signature (`Plans`), kept until their node
-    changes: the session's log of changed nodes (`Session.node_changes`) says which."""
+    changes: the session's log of changed nodes (`Session.node_changes`) says which.
+    A node's plans also go when a job with pods there changed elsewhere (a gang that
+    lost a pod on another node may now go whole, or not at all)."""
 
     __slots__ = ("plans", "position", "session")
 
@@ -347,7 +349,7 @@ class PlanMemo:
         changes = self.session.node_changes
         self.position = min(self.position, len(changes))  # (a probe's log is undone)
         if self.position < len(changes):
-            changed = [self.session.nodes[name] for name in set(changes[self.position:])]
+            changed = self._stale(set(changes[self.position:]))
             self.position = len(changes)
             for plans in self.plans.values():
                 for node in changed:
@@ -355,6 +357,17 @@ class PlanMemo:
                     if plans.roomy is not None:
                         plans.roomy.add(node.position)
         return self.plans.setdefault((policy, *signature), Plans())
+
+    def _stale(self, names: set[str]) -> list[Node]:
+        """The changed nodes, and every node holding a pod of a job with pods on one."""
+        nodes, jobs = self.session.nodes, self.session.jobs
+        stale = set(names)
+        for name in names:
+            for task, _ in nodes[name].tasks.values():
+                job = jobs.get(task.job_id)
+                if job is not None:
+                    stale.update(t.node_name for t in job.tasks.values() if t.node_name)
+        return [nodes[name] for name in sorted(stale) if name in nodes]
 
 
 def _plans_for(session: Session, policy: VictimPolicy, preemptor: Task) -> Plans:
