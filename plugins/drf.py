@@ -81,11 +81,10 @@ class DrfPlugin(Plugin):
         attr = self.jobs.get(uid)
         if attr is not None:
             return attr
-        part = self.opened.parts.get(uid)
         job = self.session.jobs.get(uid)
-        if part is None or job is None:
+        if job is None:
             return None
-        allocated = self.opened.amount(uid, 0)
+        allocated = self.opened.amount(uid, 0)  # (every job of the session has a part)
         # The share as the session opened, kept on the job copy for the next session
         # (it holds while the nodes do).
         known = job.memo.get(self.name)

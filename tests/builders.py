@@ -15,6 +15,15 @@ from vscheduler.simulate import Simulation
 
 SCHEDULER = "vscheduler"
 # Preemption as Volcano's default tiers allow it: priority decides the victims.
+# Reclaim between queues, with no plugin offering victims but gang's (disabled here)
+# and none limiting queues: every pod of a reclaimable queue may go.
+RECLAIM_CONF = """
+actions: "allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang, enableReclaimable: false}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+
 PREEMPT_CONF = """
 actions: "allocate, backfill, preempt"
 tiers:

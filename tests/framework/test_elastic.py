@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import PREEMPT_CONF, gang, node, pod, priority_class, queue, simulate
+from tests.builders import (
+    PREEMPT_CONF,
+    RECLAIM_CONF,
+    gang,
+    node,
+    pod,
+    priority_class,
+    queue,
+    simulate,
+)
 
 GPU = "nvidia.com/gpu"
 CLASSES = [priority_class("production", 1000000), priority_class("normal", 10000),
@@ -92,17 +101,11 @@ def test_every_strategy_takes_elastic_replicas_before_breaking_a_gang(strategy):
 
 
 def test_reclaim_marks_elastic_replicas_too():
-    tidal = """
-actions: "allocate, backfill, reclaim"
-tiers:
-- plugins: [{name: priority}, {name: gang, enableReclaimable: false}, {name: conformance}]
-- plugins: [{name: predicates}, {name: nodeorder}]
-"""
     objects = [queue("training", priority=20000, reclaimable=True),
                queue("inference", priority=80000, reclaimable=False),
                *scene(2, "training")]
     objects[-1]["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] = "inference"
-    report = simulate(objects, tidal)
+    report = simulate(objects, RECLAIM_CONF)
     marked = victims(report)
     assert len(marked) == 2 and all(marked.values())
     assert all(name.startswith("finetune-") for name in marked)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.builders import (
     PREEMPT_CONF,
+    RECLAIM_CONF,
     load_cache,
     node,
     pod,
@@ -127,12 +128,6 @@ def test_minimum_victims_prefers_the_node_with_fewer_victims_to_fewer_gpus():
 def test_the_strategy_applies_to_reclaim_too():
     """Across queues: the training queue's pods are reclaimable; the same one-node scene
     with the victims in it."""
-    reclaim = """
-actions: "allocate, backfill, reclaim"
-tiers:
-- plugins: [{name: priority}, {name: gang, enableReclaimable: false}, {name: conformance}]
-- plugins: [{name: predicates}, {name: nodeorder}]
-"""
     objects = [queue("training", priority=20000, reclaimable=True),
                queue("inference", priority=80000, reclaimable=False)]
     for obj in ONE_NODE:
@@ -143,7 +138,7 @@ tiers:
         objects.append(obj)
     for strategy, chosen in (("MinimumVictims", ["big"]), ("MinimumGPUWaste", ["pair"]),
                              ("NewestFirst", ["new-1", "new-2"])):
-        report = simulate(objects, with_strategy(strategy, reclaim, "reclaim"))
+        report = simulate(objects, with_strategy(strategy, RECLAIM_CONF, "reclaim"))
         assert evicted(report) == chosen, strategy
         assert {e["action"] for e in report["evictions"]} == {"reclaim"}
 
