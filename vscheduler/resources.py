@@ -86,6 +86,10 @@ class Resource:
     def clone(self) -> Resource:
         return Resource(self.cpu, self.memory, dict(self.scalars))
 
+    def key(self) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+        """The amounts as a hashable value (a shape to index by, a state to compare)."""
+        return (self.cpu, self.memory, tuple(sorted(self.scalars.items())))
+
     def to_k8s(self) -> dict[str, str]:
         """As a Kubernetes resource list (zero dimensions left out), names sorted."""
         out: dict[str, str] = {}

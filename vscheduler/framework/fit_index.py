@@ -74,7 +74,7 @@ class FitIndex:
         """The positions (in `session.node_list`) of the nodes that could take
         `request` once what is releasing is gone, ascending. Read-only."""
         self._catch_up(session)
-        key = (request.cpu, request.memory, tuple(sorted(request.scalars.items())))
+        key = request.key()
         shape = self.shapes.get(key)
         if shape is None:
             if len(self.shapes) >= MAX_SHAPES:
