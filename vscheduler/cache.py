@@ -91,6 +91,7 @@ class Cache:
         # PodGroup uid -> (running, succeeded, failed) as last read or written
         self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
+        self._implied_queue: Queue | None = None  # the default queue when none is listed
         self.priority_classes: dict[str, PriorityClass] = {}
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> budget
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
@@ -414,7 +415,11 @@ class Cache:
         """The queues a session sees: the default queue exists even if no object names it."""
         queues = dict(self.queues)
         if self.default_queue not in queues:
-            queues[self.default_queue] = Queue(self.default_queue)
+            # (the same object session after session: what sessions keep compares
+            # queues by identity, see eviction.PlanMemo)
+            if self._implied_queue is None:
+                self._implied_queue = Queue(self.default_queue)
+            queues[self.default_queue] = self._implied_queue
         return queues
 
     def _left_out(self, job: Job, held_only: bool, queues: dict[str, Queue],
