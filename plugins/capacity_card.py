@@ -309,6 +309,12 @@ class CapacityCardPlugin(Plugin):
         return self.service_type(task)
 
     @hookimpl
+    def victim_state(self) -> None:
+        """Nothing: the offers read the pods' service types, the queue order the
+        queues' priorities."""
+        return None
+
+    @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Training reclaims from nobody; others take training tasks only."""
         kind = self.service_type(reclaimer)

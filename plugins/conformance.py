@@ -28,6 +28,11 @@ class ConformancePlugin(Plugin):
         return None
 
     @hookimpl
+    def victim_state(self) -> None:
+        """Nothing: the offers read the candidates only."""
+        return None
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         return _evictable(candidates)
 

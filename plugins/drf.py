@@ -127,6 +127,12 @@ class DrfPlugin(Plugin):
         return round(self.dominant_share(attr.allocated.clone().add(task.resreq)), 12)
 
     @hookimpl
+    def victim_state(self) -> tuple:
+        """The cluster's total: the shares the offers and the job order compare are
+        the jobs' allocations over it."""
+        return self.total.key()
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates whose job, once each earlier candidate of that job is gone too,
         would still hold at least the share the preemptor's job would reach."""

@@ -79,6 +79,11 @@ class GangPlugin(Plugin):
         return None
 
     @hookimpl
+    def victim_state(self) -> None:
+        """Nothing: the offers and the job order read the jobs only."""
+        return None
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         return self._victims(candidates)
 

@@ -38,6 +38,11 @@ class PriorityPlugin(Plugin):
         return (job.priority if job is not None else None, task.priority)
 
     @hookimpl
+    def victim_state(self) -> None:
+        """Nothing: the offers and orders read the jobs' and tasks' priorities only."""
+        return None
+
+    @hookimpl
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
         jobs = self.session.jobs
         preemptor_job = jobs.get(preemptor.job_id)

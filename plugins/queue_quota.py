@@ -178,6 +178,14 @@ class QueueUsage:
         return self.queue_figures.get(job.queue) if job is not None else None
 
     @hookimpl
+    def victim_state(self) -> tuple:
+        """Each queue's figures: the offers take from queues above what they deserve
+        (or keep their guarantee), and the queue order compares shares."""
+        return tuple((name, f.allocated.key(), f.deserved.key(), f.guarantee.key(),
+                      f.real_capability.key())
+                     for name, f in self.queue_figures.items())
+
+    @hookimpl
     def job_enqueueable(self, job: Job) -> int | Reject:
         queue = self.session.queues.get(job.queue)
         return admission(self.session, job, queue,

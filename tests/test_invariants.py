@@ -214,8 +214,81 @@ def test_preemptors_alike_sharing_plans_decide_as_planning_alone(objects, conf_n
     decisions each preemptor planning on every node for itself gives."""
     shared = _run(objects, conf_name, 2).report.as_dict()
     with pytest.MonkeyPatch.context() as patch:  # nothing remembered, nothing shared
-        patch.setattr(PlanMemo, "plans_for", lambda self, policy, signature: Plans())
+        patch.setattr(PlanMemo, "plans_for", lambda self, session, policy, signature: Plans())
         alone = _run(objects, conf_name, 2).report.as_dict()
     event(f"evictions: {min(len(shared['evictions']), 3)}")
     assert (shared["evictions"], shared["binds"], shared["pipelined"]) == \
         (alone["evictions"], alone["binds"], alone["pipelined"])
+
+
+START = "2026-01-01T00:00:00Z"
+START_SECONDS = 1767225600.0  # START in seconds since the epoch
+
+
+def _churned_run(objects: list[dict[str, Any]], conf: str, churn: list[tuple[int, int]],
+                 *, carried: bool) -> dict[str, Any]:
+    """Sessions with a change before each after the first: a running pod finishes (0),
+    a pod arrives (1), or a running gang may shrink to one pod (2: its minMember
+    lowered); with `carried` off, no plan outlives its session."""
+    from vscheduler.framework.session import Session
+
+    with pytest.MonkeyPatch.context() as patch:
+        if not carried:
+            patch.setattr(Session, "victim_state", lambda self: None)
+        simulation = Simulation(parse_conf(conf, "test"), now=START_SECONDS)
+        simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+        groups = [obj for obj in objects if obj["kind"] == "PodGroup"]
+        simulation.step()
+        for number, (change, pick) in enumerate(churn):
+            cache = simulation.cache
+            running = sorted(k for k, t in cache.tasks.items() if t.node_name)
+            if change == 0 and running:
+                cache.delete_pod(running[pick % len(running)])
+            elif change == 2 and groups:
+                group = json.loads(json.dumps(groups[pick % len(groups)]))
+                group["spec"]["minMember"] = 1
+                simulation.load([(f"churn#{number}", group)])
+            else:
+                simulation.load([(f"churn#{number}", b.pod(
+                    f"late-{number}", cpu="1", memory="1Gi", queue=("qa", "qb")[pick % 2],
+                    priority_class="high", **{GPU: "1"}))])
+            simulation.step()
+        return simulation.report.as_dict()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=full_clusters(), conf_name=st.sampled_from(["reclaim-preempt",
+                                                           "preempt-no-enqueue"]),
+       churn=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 99)), min_size=1,
+                      max_size=5),
+       min_runtime=st.booleans(), whole=st.booleans())
+def test_plans_carried_into_the_next_session_decide_as_plans_made_afresh(
+        objects, conf_name, churn, min_runtime, whole):
+    """Nodes without a victim plan are carried into the next session while they, their
+    jobs and the plugins' victim state stay the same (eviction.PlanMemo.carry): with
+    pods finishing and arriving between sessions, pods that come of age (a minimum
+    runtime of 2 s, one second passing each session), gangs whose minMember is lowered
+    (all at it at first, or not), the decisions are those of sessions that plan
+    afresh."""
+    conf = CONFS[conf_name]
+    if whole:  # every gang at its minMember: nothing may go until one is lowered
+        sizes: dict[str, int] = {}
+        for obj in objects:
+            group = obj["metadata"].get("annotations", {}).get(
+                "scheduling.k8s.io/group-name")
+            if obj["kind"] == "Pod" and group:
+                sizes[group] = sizes.get(group, 0) + 1
+        for obj in objects:
+            if obj["kind"] == "PodGroup":
+                obj["spec"]["minMember"] = sizes.get(obj["metadata"]["name"], 1)
+    if min_runtime:
+        for obj in objects:
+            if obj["kind"] == "Pod" and obj["spec"].get("nodeName"):
+                obj.setdefault("status", {})["startTime"] = START
+        action = "reclaim" if "reclaim" in conf_name else "preempt"
+        conf += f"configurations:\n- name: {action}\n  arguments: {{minRuntime: 2s}}\n"
+    carried = _churned_run(objects, conf, churn, carried=True)
+    afresh = _churned_run(objects, conf, churn, carried=False)
+    event(f"evictions: {min(len(carried['evictions']), 3)}")
+    assert (carried["evictions"], carried["binds"], carried["pipelined"]) == \
+        (afresh["evictions"], afresh["binds"], afresh["pipelined"])

@@ -91,7 +91,8 @@ class Rule(enum.Enum):
     NOTIFY = ("every plugin is told, in conf order; the last non-empty answer (an "
               "allocation refused) is the session's answer")
     SIGNATURE = ("the answers of the plugins that judge (nodes: `predicate`, `node_order`; "
-                 "victims: `preemptable`, `reclaimable`) are collected, in conf order")
+                 "victims: `preemptable`, `reclaimable`; and for `victim_state` the "
+                 "victim and order hooks too) are collected, in conf order")
 
 
 # hook name -> its rule, filled in by `_spec` below, hook by hook.
@@ -354,6 +355,19 @@ def preemptor_signature(task: Task) -> Hashable:
     stays as it is (they may shrink: evictions elsewhere bring a queue back to its
     share). A plugin with a victim hook but no `preemptor_signature` turns the sharing
     off (correct, slower)."""
+
+
+@_spec(Rule.SIGNATURE)
+def victim_state() -> Hashable:
+    """What this plugin's `preemptable` and `reclaimable` offers and its task, job and
+    queue orders read besides the candidates, their jobs and nodes, the queues' specs
+    and the preemptor's signature (None: nothing else): the cluster's total, what each
+    queue holds and deserves. Asked as an evicting action begins. A node where no
+    victim plan worked is not planned on again in the next session while it and the
+    jobs with pods on it stay as they were, the action changed nothing after it began,
+    and every plugin's state is the same: a full cluster whose pending pods can evict
+    nobody then costs little session after session. A plugin with a victim or order
+    hook but no `victim_state` carries nothing over (correct, slower)."""
 
 
 # --------------------------------------------------------------------------- events

@@ -20,7 +20,7 @@ def _run(conf: str, objects: list[dict[str, Any]], *, shared: bool) -> dict[str,
     with pytest.MonkeyPatch.context() as patch:
         if not shared:  # every preemptor plans for itself, on every node
             patch.setattr(eviction.PlanMemo, "plans_for",
-                          lambda self, policy, signature: eviction.Plans())
+                          lambda self, session, policy, signature: eviction.Plans())
         simulation = Simulation(parse_conf(conf, "test"))
         simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
         simulation.run(1)
@@ -142,3 +142,73 @@ def test_a_node_is_planned_again_when_a_gang_there_lost_a_pod_elsewhere():
     shared, alone = _run(RECLAIM, objects, shared=True), _run(RECLAIM, objects, shared=False)
     assert _decisions(shared) == _decisions(alone)
     assert ("default/run-1-1", "n1") in [(e["pod"], e["node"]) for e in shared["evictions"]]
+
+
+CARRY = """
+actions: "allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: nodeorder}]
+"""
+
+
+def _full_of_whole_gangs() -> list[dict[str, Any]]:
+    """Four nodes full of low-priority gangs of two at their minMember (one gang per
+    node), and high-priority pods pending: no pod may go, on any node."""
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000), b.queue("qa"),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
+    for i in range(4):
+        objects.append(b.podgroup(f"run-{i}", 2, queue="qa", priority_class="low",
+                                  phase="Running"))
+        objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qa", node_name=f"n{i}",
+                          priority_class="low", phase="Running", **{GPU: "1"})
+                    for t in range(2)]
+    return objects + [b.pod(f"want-{i}", queue="qa", priority_class="high", **{GPU: "1"})
+                      for i in range(3)]
+
+
+def _planned_per_session(simulation: Simulation, changes: list[Any]) -> list[list[str]]:
+    """The nodes planned on in each session, a change made before each after the first."""
+    planned: list[list[str]] = []
+    plan_on_node = eviction._plan_on_node
+
+    def counted(session: Any, policy: Any, preemptor: Any, node: Any, *rest: Any) -> Any:
+        planned[-1].append(node.name)
+        return plan_on_node(session, policy, preemptor, node, *rest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(eviction, "_plan_on_node", counted)
+        for change in [None, *changes]:
+            if change is not None:
+                change(simulation)
+            planned.append([])
+            simulation.step()
+    return [sorted(set(names)) for names in planned]
+
+
+def test_nodes_without_a_plan_are_not_planned_on_again_until_they_change() -> None:
+    """Session one finds no plan on any node; session two, with nothing changed, plans
+    on none; a pod of run-2 finishing makes n2 worth a look again, and only n2. The
+    decisions are those of sessions planning afresh."""
+    simulation = Simulation(parse_conf(CARRY, "test"))
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(_full_of_whole_gangs())])
+    finish = lambda sim: sim.cache.delete_pod("default/run-2-0")  # noqa: E731
+    planned = _planned_per_session(simulation, [None, finish])
+    assert planned[0] == ["n0", "n1", "n2", "n3"]
+    assert planned[1:] == [[], ["n2"]]
+    assert simulation.report.as_dict()["evictions"] == []
+
+
+def test_plans_are_made_again_when_the_victim_state_changes() -> None:
+    """What the plugins' offers read beyond the nodes and jobs (`victim_state`: drf's
+    cluster total, say) changing between sessions: every node is planned on again."""
+    from vscheduler.framework.session import Session
+
+    states = iter(range(100))
+    simulation = Simulation(parse_conf(CARRY, "test"))
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(_full_of_whole_gangs())])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Session, "victim_state", lambda self: (next(states),))
+        planned = _planned_per_session(simulation, [None])
+    assert planned == [["n0", "n1", "n2", "n3"]] * 2

@@ -166,6 +166,10 @@ HOOKS: dict[str, Hook] = {
     "preemptor_signature": Hook(
         st.integers(0, 3), lambda s: s.preemptor_signature(task(s)),
         lambda answer, bare, n: (*bare.preemptor_signature(task(bare)), *answer)),
+    # (the queues come first, by name here: each session's cache has its own objects)
+    "victim_state": Hook(
+        st.integers(0, 3), lambda s: (tuple(s.queues), *s.victim_state()[1:]),
+        lambda answer, bare, n: (tuple(bare.queues), *answer)),
     "batch_node_order": Hook(
         st.dictionaries(st.sampled_from(["n1", "n2"]), SCORES),
         lambda s: s.batch_node_order(task(s), s.node_list)),
@@ -223,6 +227,9 @@ def plugin_class(index: int, hook: str, answer: Any, asked: list[tuple[int, Any]
         attrs["predicate"] = hookimpl(lambda self, task, node: None)
     if hook == "preemptor_signature":  # (it signs for the plugin's own offers)
         attrs["preemptable"] = hookimpl(lambda self, task, candidates: None)
+    if hook == "victim_state":  # (a plugin that offers victims and signs for them)
+        attrs["preemptable"] = hookimpl(lambda self, task, candidates: None)
+        attrs["preemptor_signature"] = hookimpl(lambda self, task: None)
     return type(f"P{index}", (), attrs)
 
 

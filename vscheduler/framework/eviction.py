@@ -230,11 +230,11 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     is made again before it is handed out, and goes back in line if it is worse now;
     one that no longer holds gives its place to the next node's."""
     strategy, total = policy.strategy, session.total_resource
-    eligible = _eligible(session, policy, preemptor)
+    eligible = _eligible(session, policy, preemptor, memo)
     # Whether each victim job may go whole: the same on every node until a plan is
     # carried out, so asked once per job here (plugins approving whole gangs dominated
-    # the cost of planning node after node).
-    whole_jobs: dict[str, list[Task] | None] = {}
+    # the cost of planning node after node); a refusal holds for preemptors alike.
+    whole_jobs = WholeJobs(memo.refused)
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -287,22 +287,20 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
     """The nodes to plan on, best scored first or in node order, less those where a
     preemptor alike found no plan and that have not changed since; within a job, only
     the nodes holding its tasks."""
-    settled = {name for name, plan in memo.by_node.items() if plan is None}
+    worth = memo.unsettled(session.node_list)
     if policy.scope is Scope.OWN_JOB:  # no victim where the job has no task
         hosts = {t.node_name for t in session.jobs[preemptor.job_id].tasks_in(
             policy.statuses)}
-        memo.by_node.update((n.name, None) for n in session.node_list
-                            if n.name not in hosts and n.name not in settled)
-        settled.update(n.name for n in session.node_list if n.name not in hosts)
+        memo.by_node.update((n.name, None) for n in worth if n.name not in hosts)
+        worth = [n for n in worth if n.name in hosts]
     if policy.best_node_first:  # scores are judged among the candidates worth a look
-        worth = [n for n in session.node_list if n.name not in settled]
         candidates = list(eviction_candidates(session, preemptor, worth))
         if len(candidates) < len(worth):
             chosen = {n.name for n in candidates}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
         return best_first(session, preemptor, candidates)
     skip = unresolvable_nodes(session, preemptor)
-    return (n for n in session.node_list if n.name not in skip and n.name not in settled)
+    return (n for n in worth if n.name not in skip)
 
 
 Key = tuple[float, float, float]
@@ -310,15 +308,50 @@ Key = tuple[float, float, float]
 
 class Plans:
     """What preemptors alike learnt of the nodes in a session: each node's plan (its
-    rank and victims; None: no plan there) and which nodes may have room without any
+    rank and victims; None: no plan there), which nodes may have room without any
     eviction (`roomy`, by position in the node list; None: any may), each forgotten for
-    a node that changes."""
+    a node that changes, and the victim jobs that may not go whole (`refused`, by uid),
+    forgotten when a node holding one of their pods changes. (Offers do not grow while
+    the nodes stay as they are: a refusal holds; an approval is asked again.)"""
 
-    __slots__ = ("by_node", "roomy")
+    __slots__ = ("_open", "_reopened", "by_node", "clocked", "refused", "roomy")
 
     def __init__(self) -> None:
         self.by_node: dict[str, tuple[Key, list[Task]] | None] = {}
         self.roomy: set[int] | None = None
+        self.refused: set[str] = set()
+        # A pod was passed over for being younger than its minimum runtime: what was
+        # learnt holds for this session's clock only (not carried: `PlanMemo.carry`).
+        self.clocked = False
+        # The nodes not known to have no plan, as last listed (None: all), and those
+        # forgotten since (`unsettled`).
+        self._open: list[Node] | None = None
+        self._reopened: list[Node] = []
+
+    def unsettled(self, node_list: list[Node]) -> list[Node]:
+        """The nodes of `node_list` (all of the session's, in order) not known to have
+        no plan. The list is kept from call to call: a preemptor alike walks only what
+        is still open, not every node of a full cluster again."""
+        if self._open is None:
+            nodes = node_list
+        elif self._reopened:
+            merged = {n.position: n for n in self._open}
+            merged.update((n.position, n) for n in self._reopened)
+            nodes = [merged[position] for position in sorted(merged)]
+        else:
+            nodes = self._open
+        self._reopened = []
+        by_node = self.by_node
+        self._open = [n for n in nodes if by_node.get(n.name, n) is not None]
+        return self._open
+
+    def forget(self, node: Node) -> None:
+        """What was learnt of `node` no longer holds: it changed."""
+        self.by_node.pop(node.name, None)
+        if self.roomy is not None:
+            self.roomy.add(node.position)
+        if self._open is not None:
+            self._reopened.append(node)
 
     def roomy_in_order(self, node_list: list[Node]) -> Iterable[Node]:
         """The nodes of `node_list` (all of the session's, in order) that may have room
@@ -336,38 +369,83 @@ class PlanMemo:
     """Plans per policy and preemptor signature (`Plans`), kept until their node
     changes: the session's log of changed nodes (`Session.node_changes`) says which.
     A node's plans also go when a job with pods there changed elsewhere (a gang that
-    lost a pod on another node may now go whole, or not at all)."""
+    lost a pod on another node may now go whole, or not at all).
 
-    __slots__ = ("plans", "position", "session")
+    One action's memo is carried into the same action of the next session
+    (`plan_memo`), its nodes without a plan and its refused gangs only, when the
+    plugins' victim state (`Session.victim_state`) is what it was as this action began
+    and nothing changed after that (`unchanged`); the nodes and jobs the snapshot
+    copied anew are then forgotten as if they had changed in this session."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    __slots__ = ("log", "node_specs", "plans", "position", "serial", "start", "state")
+
+    def __init__(self, session: Session, state: tuple | None = None) -> None:
+        # (not the session itself: a memo kept for the next session must not keep it)
         self.plans: dict[tuple[Any, ...], Plans] = {}
         self.position = 0
+        self.state = state  # the victim state as the action began; None: not carried
+        self.serial = session.snapshot.serial
+        self.node_specs = session.node_specs
+        self.log = session.node_changes
+        self.start = len(session.node_changes)
 
-    def plans_for(self, policy: VictimPolicy, signature: tuple[Any, ...]) -> Plans:
-        changes = self.session.node_changes
+    def unchanged(self) -> bool:
+        """Whether no node changed in the session after the action began."""
+        return len(self.log) == self.start
+
+    def carry(self, session: Session, kept: PlanMemo) -> None:
+        """Take on what `kept` (the last session's memo of this action) learnt that
+        still holds in `session`: its nodes without a plan and its refused gangs, less
+        the nodes and jobs the snapshot copied anew, and those they touch."""
+        snapshot, jobs = session.snapshot, session.jobs
+        names = {name for name in snapshot.changed_nodes if name in session.nodes}
+        for uid in snapshot.changed_jobs:
+            job = jobs.get(uid)
+            if job is not None:
+                names.update(t.node_name for t in job.tasks.values() if t.node_name)
+        stale, touched = _stale(session, names)
+        touched.update(snapshot.changed_jobs)
+        for key, old in kept.plans.items():
+            if old.clocked:
+                continue
+            plans = self.plans[key] = Plans()
+            plans.by_node = {name: None for name, plan in old.by_node.items()
+                             if plan is None}
+            plans.roomy = None if old.roomy is None else set(old.roomy)
+            plans.refused = old.refused - touched
+            for node in stale:
+                plans.forget(node)
+
+    def plans_for(self, session: Session, policy: VictimPolicy,
+                  signature: tuple[Any, ...]) -> Plans:
+        changes = session.node_changes
         self.position = min(self.position, len(changes))  # (a probe's log is undone)
         if self.position < len(changes):
-            changed = self._stale(set(changes[self.position:]))
+            changed, jobs = _stale(session, set(changes[self.position:]))
             self.position = len(changes)
             for plans in self.plans.values():
                 for node in changed:
-                    plans.by_node.pop(node.name, None)
-                    if plans.roomy is not None:
-                        plans.roomy.add(node.position)
+                    plans.forget(node)
+                plans.refused.difference_update(jobs)
         return self.plans.setdefault((policy, *signature), Plans())
 
-    def _stale(self, names: set[str]) -> list[Node]:
-        """The changed nodes, and every node holding a pod of a job with pods on one."""
-        nodes, jobs = self.session.nodes, self.session.jobs
-        stale = set(names)
-        for name in names:
-            for task, _ in nodes[name].tasks.values():
-                job = jobs.get(task.job_id)
-                if job is not None:
-                    stale.update(t.node_name for t in job.tasks.values() if t.node_name)
-        return [nodes[name] for name in sorted(stale) if name in nodes]
+
+def _stale(session: Session, names: set[str]) -> tuple[list[Node], set[str]]:
+    """The changed nodes, and every node holding a pod of a job with pods on one; and
+    those jobs."""
+    nodes, jobs = session.nodes, session.jobs
+    stale = set(names)
+    touched: set[str] = set()
+    for name in names:
+        node = nodes.get(name)
+        if node is None:
+            continue
+        for task, _ in node.tasks.values():
+            job = jobs.get(task.job_id)
+            if job is not None and job.uid not in touched:
+                touched.add(job.uid)
+                stale.update(t.node_name for t in job.tasks.values() if t.node_name)
+    return [nodes[name] for name in sorted(stale) if name in nodes], touched
 
 
 def _plans_for(session: Session, policy: VictimPolicy, preemptor: Task) -> Plans:
@@ -377,8 +455,23 @@ def _plans_for(session: Session, policy: VictimPolicy, preemptor: Task) -> Plans
     if signature is None:
         return Plans()
     if session.plan_memo is None:
-        session.plan_memo = PlanMemo(session)
-    return session.plan_memo.plans_for(policy, signature)
+        session.plan_memo = plan_memo(session)
+    return session.plan_memo.plans_for(session, policy, signature)
+
+
+def plan_memo(session: Session) -> PlanMemo:
+    """A new memo for the running action, carrying what the same action learnt in the
+    last session if that still holds (`PlanMemo`); kept for the next session."""
+    state = session.victim_state()
+    memo = PlanMemo(session, state)
+    name = f"framework.plan-memo.{session.action_index}"
+    kept = session.snapshot.kept.get(name)
+    if (state is not None and isinstance(kept, PlanMemo) and kept.state == state
+            and session.snapshot.base and kept.serial == session.snapshot.base
+            and kept.node_specs == session.node_specs and kept.unchanged()):
+        memo.carry(session, kept)
+    session.snapshot.kept[name] = memo
+    return memo
 
 
 def _within_cap(session: Session, statement: Statement, policy: VictimPolicy,
@@ -413,14 +506,15 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
     """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
     changed), or None if no choice of victims there makes it fit."""
     return _plan_on_node(session, policy, preemptor, node,
-                         _eligible(session, policy, preemptor), {})[0]
+                         _eligible(session, policy, preemptor), WholeJobs(set()))[0]
 
 
-def _eligible(session: Session, policy: VictimPolicy,
-              preemptor: Task) -> Callable[[Task], bool]:
+def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
+              memo: Plans | None = None) -> Callable[[Task], bool]:
     """The policy's victim rule for `preemptor`, as one test per task. Never a victim:
     a protected pod (its own annotation, read into `Task.preemptable`) or a pod of a
-    protected PodGroup, and a pod younger than its minimum runtime."""
+    protected PodGroup, and a pod younger than its minimum runtime (noted in `memo`:
+    what it learns then holds only for now)."""
     jobs, queues = session.jobs, session.queues
     statuses, scope = policy.statuses, policy.scope
     own_job = preemptor.job_id
@@ -446,8 +540,12 @@ def _eligible(session: Session, policy: VictimPolicy,
                 return False
         elif job.queue == own_queue or queue is None or not queue.reclaimable:
             return False
-        return not too_young(started_at(victim.pod), now, min_runtime_of(
-            argument, queue.min_runtime if queue else None, job.spec.min_runtime))
+        if too_young(started_at(victim.pod), now, min_runtime_of(
+                argument, queue.min_runtime if queue else None, job.spec.min_runtime)):
+            if memo is not None:
+                memo.clocked = True
+            return False
+        return True
 
     return eligible
 
@@ -630,9 +728,34 @@ def _whole_job(job: Job, eligible: Callable[[Task], bool],
     return placed
 
 
+class WholeJobs:
+    """Which victim jobs may go whole for one preemptor (`_whole_job`), asked once per
+    job: approvals for this preemptor only, as long as nothing is evicted; refusals
+    also for preemptors alike (`Plans.refused`, shared)."""
+
+    __slots__ = ("approved", "refused")
+
+    def __init__(self, refused: set[str]) -> None:
+        self.approved: dict[str, list[Task]] = {}
+        self.refused = refused
+
+    def get(self, job: Job, eligible: Callable[[Task], bool],
+            approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
+        uid = job.uid
+        if uid in self.refused:
+            return None
+        tasks = self.approved.get(uid)
+        if tasks is None:
+            tasks = _whole_job(job, eligible, approve)
+            if tasks is None:
+                self.refused.add(uid)
+                return None
+            self.approved[uid] = tasks
+        return tasks
+
+
 def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
-                  eligible: Callable[[Task], bool],
-                  whole_jobs: dict[str, list[Task] | None]
+                  eligible: Callable[[Task], bool], whole_jobs: WholeJobs
                   ) -> tuple[list[Task] | None, bool]:
     """What to evict on `node` for `preemptor` (None: nothing works there), and whether
     that answer is the node's alone (False when the queue's room was asked, which may
@@ -640,12 +763,22 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     as plugins offer them, in the strategy's order, those that break no disruption
     budget first; the strategy's cheapest set of them (`exact_cover`), else as
     `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
-    uid, for as long as nothing was evicted."""
+    uid (`WholeJobs`)."""
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates or not _could_fit(preemptor, node, candidates):
         return None, True  # (evicting every candidate would not do: plugins not asked)
     offer = session.reclaimable if policy.offered_by == "reclaimable" \
         else session.preemptable
+
+    def whole_job(job: Job) -> list[Task] | None:
+        return whole_jobs.get(job, eligible, lambda placed: offer(preemptor, placed))
+
+    jobs = session.jobs
+    if policy.gang_safe and not _singles(session, preemptor, candidates, True) and all(
+            whole_job(jobs[uid]) is None for uid in {t.job_id: None for t in candidates}):
+        # Every candidate would break its gang and no gang may go whole: whatever the
+        # plugins offer here, no plan (`_take_victims` takes singles or whole gangs).
+        return None, True
     # Plugins see candidates in eviction order: their running sums depend on it.
     candidates = victim_order(session, candidates, preemptor)
     victims = offer(preemptor, candidates)
@@ -664,12 +797,6 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     asked: list[bool] = []
     room = _room(session, policy, preemptor, node, asked) \
         if policy.queue_must_fit and policy.until_queue_has_room else None
-
-    def whole_job(job: Job) -> list[Task] | None:
-        if job.uid not in whole_jobs:
-            whole_jobs[job.uid] = _whole_job(job, eligible,
-                                             lambda placed: offer(preemptor, placed))
-        return whole_jobs[job.uid]
 
     if policy.strategy.exact_cover:
         # the cheapest set among victims that break no budget, else among all

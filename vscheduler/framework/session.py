@@ -30,6 +30,9 @@ from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskSta
 from vscheduler.resources import Resource
 from vscheduler.tally import Part, Tally, kept_tally, kept_value
 
+# The hooks that order victims (eviction.victim_order) besides those that offer them.
+ORDER_HOOKS = ("task_order", "job_order", "queue_order", "victim_queue_order")
+
 if TYPE_CHECKING:
     from vscheduler.framework.eviction import PlanMemo
 
@@ -80,6 +83,7 @@ class Session:
         self.eviction_cap: EvictionCap | None = None
         # Victim plans per node, kept until the node changes (eviction.PlanMemo).
         self.plan_memo: PlanMemo | None = None
+        self.action_index = 0  # the running action's place in the conf's list
         self.node_specs = snapshot.node_specs
         # The nodes' allocatable and what pods use of it, summed as the session opens
         # (kept between sessions: see vscheduler.tally).
@@ -182,6 +186,14 @@ class Session:
         self._preemptor_signature = combine("preemptor_signature", [
             [fn for fn in tier if fn.__self__ in offerers]
             for tier in tiers.get("preemptor_signature", [])])
+        # ... and carried into the next session only if every plugin that offers or
+        # orders victims says what else they read (hookspecs.victim_state).
+        deciders = offerers | {fn.__self__ for hook in ORDER_HOOKS for fn in flat(hook)}
+        self.carries_plans = self.shares_plans and deciders <= {
+            fn.__self__ for fn in flat("victim_state")}
+        self._victim_state = combine("victim_state", [
+            [fn for fn in tier if fn.__self__ in deciders]
+            for tier in tiers.get("victim_state", [])])
         self.has_batch_node_order = bool(flat("batch_node_order"))
         self.has_node_order = bool(flat("node_order")) or self.has_batch_node_order
 
@@ -249,6 +261,14 @@ class Session:
         own = job.uid if job.count(_PLACED) else ""
         return (placement, own, job.queue, task.best_effort,
                 *self._preemptor_signature(task))
+
+    def victim_state(self) -> tuple | None:
+        """What victim plans read besides their nodes, jobs and preemptors: the queues
+        and what the plugins that offer or order victims say; None if some such plugin
+        does not say (then plans are not carried into the next session)."""
+        if not self.carries_plans:
+            return None
+        return (tuple(self.queues.items()), *self._victim_state())
 
     def task_signature(self, task: Task) -> tuple | None:
         """What the answers of `predicate` and `node_order` for `task` depend on, or None
@@ -328,8 +348,9 @@ class Session:
 
     def run(self) -> SessionResult:
         """Run the conf's actions in order, then close."""
-        for name, cls, args in self.conf.actions:
+        for index, (name, cls, args) in enumerate(self.conf.actions):
             self.plan_memo = None  # plans are shared within an action only
+            self.action_index = index
             started = time.perf_counter()
             cls(args).execute(self)
             self.timings[name] = time.perf_counter() - started
