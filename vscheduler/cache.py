@@ -382,7 +382,12 @@ class Cache:
             clone, fresh = copies.job(job, held_only)
             if reuse:
                 job.dirty = False
-            clone.priority = self._job_priority(job, default_priority)
+            priority = self._job_priority(job, default_priority)
+            if not fresh and clone.priority != priority:
+                # A PriorityClass changed under a copy handed on: what sessions kept
+                # of the job (victim plans, say) must be thought again.
+                copies.changed_jobs.append(uid)
+            clone.priority = priority
             jobs[uid] = clone
             if clone.waits() if fresh else uid in waited:
                 waiting.append(uid)

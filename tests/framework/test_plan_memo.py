@@ -212,3 +212,67 @@ def test_plans_are_made_again_when_the_victim_state_changes() -> None:
         patch.setattr(Session, "victim_state", lambda self: (next(states),))
         planned = _planned_per_session(simulation, [None])
     assert planned == [["n0", "n1", "n2", "n3"]] * 2
+
+
+ALONE = """
+actions: "allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: nodeorder}]
+"""
+
+
+def _evictions(conf: str, objects: list[dict[str, Any]], changes: list[Any]) -> list[str]:
+    """The pods evicted over a session, then one more after each change."""
+    simulation = Simulation(parse_conf(conf, "test"))
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+    _planned_per_session(simulation, changes)
+    return [e["pod"] for e in simulation.report.as_dict()["evictions"]]
+
+
+def test_a_priority_class_lowered_under_a_running_pod_is_seen_next_session() -> None:
+    """`victim` outranks `want` until its PriorityClass is lowered: the job copy handed
+    on from the last snapshot is unchanged, but its priority is not, and the node where
+    no plan worked is planned on again."""
+    objects = [b.priority_class("v", 200), b.priority_class("p", 100), b.queue("qa"),
+               b.node("n0", cpu="2", memory="8Gi"),
+               b.pod("victim", cpu="2", queue="qa", node_name="n0", priority_class="v"),
+               b.pod("want", cpu="1", queue="qa", priority_class="p")]
+    lower = lambda sim: sim.load([("pc", b.priority_class("v", 50))])  # noqa: E731
+    assert _evictions(ALONE, objects, [None, lower]) == ["default/victim"]
+
+
+def test_a_disruption_budget_that_changes_plans_again() -> None:
+    """Gang G (minMember 2) may give up one pod on n0: by pod priority G-a, which does
+    not make room. A budget covering G-a, added later, puts G-b first, which does: the
+    budgets are part of what carried plans were made under."""
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+              "metadata": {"name": "pa", "namespace": "default"},
+              "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "a"}}},
+              "status": {"disruptionsAllowed": 0}}
+    objects = [b.priority_class("low", 10), b.priority_class("high", 1000), b.queue("qa"),
+               b.node("n0", cpu="4", memory="32Gi"), b.node("n1", cpu="1", memory="32Gi"),
+               b.podgroup("G", 2, queue="qa", priority_class="low", phase="Running"),
+               b.pod("G-a", cpu="1", group="G", queue="qa", node_name="n0", priority=5,
+                     labels={"app": "a"}),
+               b.pod("G-b", cpu="3", group="G", queue="qa", node_name="n0", priority=20),
+               b.pod("G-c", cpu="1", group="G", queue="qa", node_name="n1", priority=20,
+                     annotations={"volcano.sh/preemptable": "false"}),
+               b.pod("want", cpu="3", queue="qa", priority_class="high")]
+    add = lambda sim: sim.load([("pdb", budget)])  # noqa: E731
+    assert _evictions(ALONE, objects, [None, add]) == ["default/G-b"]
+
+
+def test_a_new_conf_plans_again() -> None:
+    """Gang offering no victim, then, with the conf reloaded, not asked: the pod it
+    protected goes in the first session under the new conf."""
+    objects = [b.priority_class("v", 50), b.priority_class("p", 100), b.queue("qa"),
+               b.node("n0", cpu="2", memory="8Gi"),
+               b.pod("victim", cpu="2", queue="qa", node_name="n0", priority_class="v"),
+               b.pod("want", cpu="1", queue="qa", priority_class="p")]
+    strict = ALONE.replace("{name: gang, enablePreemptable: false}", "{name: gang}")
+
+    def reload(sim: Simulation) -> None:
+        sim.conf = sim.scheduler.conf = parse_conf(ALONE, "test")
+
+    assert _evictions(strict, objects, [None, reload]) == ["default/victim"]

@@ -166,10 +166,11 @@ HOOKS: dict[str, Hook] = {
     "preemptor_signature": Hook(
         st.integers(0, 3), lambda s: s.preemptor_signature(task(s)),
         lambda answer, bare, n: (*bare.preemptor_signature(task(bare)), *answer)),
-    # (the queues come first, by name here: each session's cache has its own objects)
+    # (the queues and budgets come first, queues by name here: each session's cache
+    # has its own objects)
     "victim_state": Hook(
         st.integers(0, 3), lambda s: (tuple(s.queues), *s.victim_state()[1:]),
-        lambda answer, bare, n: (tuple(bare.queues), *answer)),
+        lambda answer, bare, n: (tuple(bare.queues), bare.snapshot.budgets, *answer)),
     "batch_node_order": Hook(
         st.dictionaries(st.sampled_from(["n1", "n2"]), SCORES),
         lambda s: s.batch_node_order(task(s), s.node_list)),

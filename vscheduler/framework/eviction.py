@@ -345,6 +345,11 @@ class Plans:
         self._open = [n for n in nodes if by_node.get(n.name, n) is not None]
         return self._open
 
+    def settle(self) -> None:
+        """Drop the session's node list (see `PlanMemo.settle`)."""
+        self._open = None
+        self._reopened = []
+
     def forget(self, node: Node) -> None:
         """What was learnt of `node` no longer holds: it changed."""
         self.by_node.pop(node.name, None)
@@ -373,11 +378,13 @@ class PlanMemo:
 
     One action's memo is carried into the same action of the next session
     (`plan_memo`), its nodes without a plan and its refused gangs only, when the
-    plugins' victim state (`Session.victim_state`) is what it was as this action began
-    and nothing changed after that (`unchanged`); the nodes and jobs the snapshot
-    copied anew are then forgotten as if they had changed in this session."""
+    victim state (`Session.victim_state`) is what it was as this action began, the conf
+    is the same and nothing changed after that (`unchanged`); the nodes and jobs the
+    snapshot copied anew are then forgotten as if they had changed in this session.
+    Once its session is done a memo keeps only that (`settle`)."""
 
-    __slots__ = ("log", "node_specs", "plans", "position", "serial", "start", "state")
+    __slots__ = ("conf", "log", "node_specs", "plans", "position", "serial", "start",
+                 "state", "still")
 
     def __init__(self, session: Session, state: tuple | None = None) -> None:
         # (not the session itself: a memo kept for the next session must not keep it)
@@ -386,12 +393,24 @@ class PlanMemo:
         self.state = state  # the victim state as the action began; None: not carried
         self.serial = session.snapshot.serial
         self.node_specs = session.node_specs
-        self.log = session.node_changes
+        self.conf = session.conf
+        self.log: list[str] | None = session.node_changes
         self.start = len(session.node_changes)
+        self.still = False  # (set by `settle`)
 
     def unchanged(self) -> bool:
         """Whether no node changed in the session after the action began."""
-        return len(self.log) == self.start
+        return self.still if self.log is None else len(self.log) == self.start
+
+    def settle(self) -> None:
+        """The session is over: keep only what `carry` may read (nodes without a plan,
+        refused gangs, where there may be room), not the session's nodes and tasks."""
+        self.still = self.unchanged()
+        self.log = None
+        for plans in self.plans.values():
+            plans.by_node = {name: None for name, plan in plans.by_node.items()
+                             if plan is None}
+            plans.settle()
 
     def carry(self, session: Session, kept: PlanMemo) -> None:
         """Take on what `kept` (the last session's memo of this action) learnt that
@@ -465,12 +484,15 @@ def plan_memo(session: Session) -> PlanMemo:
     state = session.victim_state()
     memo = PlanMemo(session, state)
     name = f"framework.plan-memo.{session.action_index}"
-    kept = session.snapshot.kept.get(name)
-    if (state is not None and isinstance(kept, PlanMemo) and kept.state == state
+    kept = session.snapshot.kept.pop(name, None)
+    if state is None:
+        return memo
+    if (isinstance(kept, PlanMemo) and kept.state == state and kept.conf is session.conf
             and session.snapshot.base and kept.serial == session.snapshot.base
             and kept.node_specs == session.node_specs and kept.unchanged()):
         memo.carry(session, kept)
     session.snapshot.kept[name] = memo
+    session.plan_memos.append(memo)
     return memo
 
 

@@ -84,6 +84,8 @@ class Session:
         # Victim plans per node, kept until the node changes (eviction.PlanMemo).
         self.plan_memo: PlanMemo | None = None
         self.action_index = 0  # the running action's place in the conf's list
+        # The memos kept for the next session, settled once the session is done.
+        self.plan_memos: list[PlanMemo] = []
         self.node_specs = snapshot.node_specs
         # The nodes' allocatable and what pods use of it, summed as the session opens
         # (kept between sessions: see vscheduler.tally).
@@ -264,11 +266,15 @@ class Session:
 
     def victim_state(self) -> tuple | None:
         """What victim plans read besides their nodes, jobs and preemptors: the queues
-        and what the plugins that offer or order victims say; None if some such plugin
-        does not say (then plans are not carried into the next session)."""
-        if not self.carries_plans:
+        and the PodDisruptionBudgets (both by identity: the cache replaces an object
+        that changes) and what the plugins that offer or order victims say; None if
+        some such plugin does not say, or a budget without a status has its allowance
+        counted from every pod of the cluster (then plans are not carried into the next
+        session)."""
+        budgets = self.snapshot.budgets
+        if not self.carries_plans or any(b.disruptions_allowed is None for b in budgets):
             return None
-        return (tuple(self.queues.items()), *self._victim_state())
+        return (tuple(self.queues.items()), budgets, *self._victim_state())
 
     def task_signature(self, task: Task) -> tuple | None:
         """What the answers of `predicate` and `node_order` for `task` depend on, or None
@@ -370,3 +376,6 @@ class Session:
         collector happens to run."""
         self.plugins = {}
         self._bind_hooks({})
+        for memo in self.plan_memos:
+            memo.settle()
+        self.plan_memos = []
