@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from vscheduler.cards import (
     CARD_NAME_ANNOTATION,
@@ -289,6 +290,9 @@ class CardLedger:
         self.order_step = order_step
         # task uid -> its card facts, read on first use
         self._tasks: dict[str, TaskCards] = {}
+        # (queue, card annotation, requests) -> the facts tasks so alike share, read-only:
+        # most pods of a cluster repeat a few of them
+        self._alike: dict[tuple[Any, ...], TaskCards] = {}
         self._minimums: dict[str, tuple[Resource, str | None]] = {}
         # (read-only: shared with other sessions)
         self.node_cards = nodes.node_cards
@@ -404,10 +408,20 @@ class CardLedger:
         return self._tasks
 
     def task(self, task: Task) -> TaskCards:
-        """The task's card facts, read once per session."""
+        """The task's card facts, read once per session (and once for tasks alike, unless
+        the annotation is malformed: the error names the pod)."""
         cards = self._tasks.get(task.uid)
         if cards is None:
-            cards = self._tasks[task.uid] = self._read_task(task)
+            job = self.jobs.get(task.job_id)
+            key = (job.queue if job is not None else None,
+                   task.pod.annotations.get(CARD_NAME_ANNOTATION),
+                   tuple(task.resreq.scalars.items()))
+            cards = self._alike.get(key)
+            if cards is None:
+                cards = self._read_task(task)
+                if cards.error is None:
+                    self._alike[key] = cards
+            self._tasks[task.uid] = cards
         return cards
 
     def _read_task(self, task: Task) -> TaskCards:

@@ -142,8 +142,8 @@ def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
         simulation._add(_written(obj, cache.jobs[key]), cache.podgroups[key].creation)
 
 
-# (task facts and job minimums are read lazily, when asked)
-_NOT_STATE = {"session", "args", "_tasks", "_minimums"}
+# (task facts, shared or not, and job minimums are read lazily, when asked)
+_NOT_STATE = {"session", "args", "_tasks", "_alike", "_minimums"}
 
 
 def _canon(value: Any, depth: int = 0) -> Any:

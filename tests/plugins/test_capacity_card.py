@@ -306,6 +306,26 @@ def test_alternatives_mixing_resource_names_are_refused_with_a_clear_reason(grou
     assert report["pending"]["default/mixed"][0] == message
 
 
+def test_pods_alike_share_card_facts_but_a_malformed_name_is_each_pod_own():
+    """The ledger reads the card facts of pods alike (queue, card name, requests) once;
+    a card name that cannot be used is still reported against each pod by name."""
+    mixed = f"{RTX}|NVIDIA-H20/mig-1g.24gb-mixed"
+    objects = [gpu_node("rtx-1", RTX), card_queue("q", {RTX: 8}),
+               *(card_pod(f"bad-{i}", mixed, queue="q") for i in range(2)),
+               *(card_pod(f"good-{i}", RTX, queue="q") for i in range(2))]
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"]) == ["default/good-0", "default/good-1"]
+    for name in ("bad-0", "bad-1"):
+        [message] = events_of(report, f"Pod/default/{name}", "InvalidCardName")
+        assert message.startswith(f"Pod default/{name}: volcano.sh/card.name: cards {mixed}")
+    session = open_session(objects, CONF)
+    ledger = session.plugins["capacity-card"].ledger
+    facts = {t.name: ledger.task(t) for job in session.jobs.values()
+             for t in job.tasks.values()}
+    assert facts["good-0"] is facts["good-1"]
+    assert facts["bad-0"] is not facts["bad-1"]
+
+
 def test_alternatives_the_nodes_offer_under_different_resources_are_refused():
     npu = node("npu-1", labels={"huawei.com/npu.product": "Ascend-910B",
                                 "huawei.com/npu.memory": "65536"},
