@@ -43,6 +43,14 @@ tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: nodeorder}]
 """,
+    "sla-first": """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: sla, arguments: {sla-waiting-time: 1s}}]
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion},
+            {name: nodeorder}]
+""",
     "flags-off": """
 actions: "enqueue, allocate, backfill"
 tiers:

@@ -87,19 +87,30 @@ def parse_duration(text: str) -> float:
 
 
 class DurationArgument(Argument):
-    """An argument written as a Go duration, handed to the action in seconds: a bad one
-    is refused with the conf, before any scheduling."""
+    """An argument written as a Go duration, handed to the plugin or action in seconds:
+    a bad one is refused with the conf, before any scheduling. With `positive`, zero is
+    refused too (a waiting time of 0 would not mean "off")."""
 
-    __slots__ = ()
+    __slots__ = ("positive",)
+
+    def __init__(self, key: str, type: type, default: Any = None, help: str = "", *,
+                 positive: bool = False) -> None:
+        super().__init__(key, type, default, help)
+        self.positive = positive
 
     def convert(self, raw: Any) -> Any:
         if isinstance(raw, int | float) and not isinstance(raw, bool) and raw == 0:
-            return 0.0  # a bare 0, as YAML reads `minRuntime: 0`
-        try:
-            return parse_duration(raw)
-        except ValueError:
-            raise ArgumentError(f"must be a duration like 90s, 10m or 1h30m, got {raw!r}") \
-                from None
+            seconds = 0.0  # a bare 0, as YAML reads `minRuntime: 0`
+        else:
+            try:
+                seconds = parse_duration(raw)
+            except ValueError:
+                raise ArgumentError(f"must be a duration like 90s, 10m or 1h30m, got "
+                                    f"{raw!r}") from None
+        if self.positive and seconds <= 0:
+            raise ArgumentError(f"must be a duration above zero, like 90s, 10m or 1h30m, "
+                                f"got {raw!r}")
+        return seconds
 
 
 def min_runtime_of(argument: float, queue: float | None, podgroup: float | None) -> float:
