@@ -124,9 +124,11 @@ def podgroup(name: str, min_member: int = 1, *, namespace: str = "default",
 def queue(name: str, weight: int = 1, *, capability: dict[str, str] | None = None,
           deserved: dict[str, str] | None = None, guarantee: dict[str, str] | None = None,
           reclaimable: bool | None = None, priority: int | None = None,
-          state: str | None = None, annotations: dict[str, str] | None = None
-          ) -> dict[str, Any]:
+          state: str | None = None, annotations: dict[str, str] | None = None,
+          parent: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"weight": weight}
+    if parent is not None:
+        spec["parent"] = parent
     if capability:
         spec["capability"] = capability
     if deserved:
