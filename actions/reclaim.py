@@ -8,8 +8,9 @@ A task first waits on what earlier evictions already release; else the plan wast
 least across nodes goes (ties in node order): victims in eviction order until the task
 fits, gangs kept whole, none it does not need (see `vscheduler.framework.eviction`).
 The task is not bound: it is pipelined onto what the evictions release, and placed once
-the victims are gone. A job's evictions are committed only if the job is then pipelined
-(gang-complete counting what waits); otherwise nothing of the attempt remains.
+the victims are gone; a node whose idle room alone fits it is left to allocate. A job's
+evictions are committed only if the job is then pipelined (gang-complete counting what
+waits); otherwise nothing of the attempt remains.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Reclaim(Action):
         # nodes in node order; the reclaimer must pass every predicate once they are gone.
         policy = VictimPolicy("reclaim", TaskStatus.RUNNING, Scope.OTHER_QUEUES,
                               offered_by="reclaimable", unplaced=UNPLACED,
-                              **policy_arguments(self.args))
+                              idle_is_room=False, **policy_arguments(self.args))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         starving: dict[str, PriorityQueue[Job]] = {}
         seen: set[str] = set()

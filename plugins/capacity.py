@@ -36,9 +36,28 @@ Quota checks are Volcano's: strict, only on the resources asked for, `pods` asid
 a resource the limit does not list counts as zero there. The reclaim checks leave `pods`
 aside too: every pod asks for one, so it would make every task look relevant.
 
-Queues are flat. Volcano's hierarchical mode (`enableHierarchy`, `spec.parent`,
-`ancestorReclaimLevel`) is not implemented: `spec.parent` is ignored and every queue is
-judged on its own; nothing is refused because a conf or a queue asks for hierarchy.
+**Hierarchy** (`enableHierarchy: true` on the plugin, as in Volcano): queues form a tree
+by `spec.parent` (`vscheduler/queue_tree.py`; root at the top) and jobs belong in leaf
+queues.
+- a queue's capability takes from its parent what it leaves unset (cpu, memory, a
+  scalar it does not list); deserved is at least the guarantee; the *real capability*
+  is the parent's less every child's guarantee, plus its own, capped by its capability
+  (root's: the cluster, capped by root's capability);
+- what a queue holds, has admitted and could give back counts in each of its ancestors;
+- allocate and enqueue check the leaf and every ancestor against its real capability;
+  reclaim asks the leaf first and the ancestors as the pod is placed, once its victims
+  are gone (Volcano checks the leaf only there: an ancestor could pass its limit);
+- a job in a queue with children waits, with a reason naming the queue;
+- queue order: a leaf before a parent, and two leaves by the shares of the children of
+  their deepest common ancestor on their paths;
+- reclaim takes from the closest relatives first (siblings, then cousins); with the
+  `ancestorReclaimLevel: N` argument a queue may also reclaim while an ancestor up to N
+  levels up is within its deserved, and a victim's ancestors up to N levels up that are
+  not the reclaimer's must be over their deserved too (Volcano's rules, with one
+  reading of "not the reclaimer's" in trees of uneven depth: by name, not by level).
+A tree that cannot be used as written (a missing parent, a cycle, children guaranteed
+more than their parent) gives a Warning event on the queue and goes on as
+`vscheduler/queue_tree.py` says; Volcano stops scheduling for the whole cluster on it.
 
 Departures from Volcano, on purpose: the real capability keeps every resource of the
 cluster as a finite amount (Volcano drops a resource the guarantees take whole and then
@@ -49,12 +68,27 @@ queue-allocation scheduling gate, which this scheduler does not have.
 
 from __future__ import annotations
 
-from vscheduler.hookspecs import SessionView, hookimpl
-from vscheduler.model import Queue, Task
-from vscheduler.plugin import Plugin
-from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, room_refusal
-from vscheduler.quota import amount_text
-from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
+from vscheduler.model import Job, Queue, Task
+from vscheduler.plugin import LimitArgument, Plugin
+from vscheduler.plugins.queue_quota import (
+    QueueFigures,
+    QueueUsage,
+    admission,
+    priority_first,
+    queue_usage,
+    room_refusal,
+)
+from vscheduler.queue_tree import ROOT, QueueTree
+from vscheduler.quota import (
+    amount_text,
+    capability_of,
+    quota_exceeded,
+    real_capability,
+    resource_text,
+    without_gated,
+)
+from vscheduler.resources import CPU, INF, MEMORY, MIN_RESOURCE, PODS, Resource
 
 __all__ = ["CapacityPlugin", "WrittenDeservedFigures"]
 
@@ -103,33 +137,233 @@ class WrittenDeservedFigures(QueueFigures):
 # --------------------------------------------------------------------------- plugin
 
 
+NOT_LEAF = ("queue {queue} has child queues: jobs go in its leaf queues "
+            "(hierarchy: capacity's enableHierarchy)")
+
+
+class TreeFigures(WrittenDeservedFigures):
+    """A queue's figures in a tree (see the module docstring): set by `_open_tree`."""
+
+    __slots__ = ()
+
+    def __init__(self, queue: Queue, capability: Resource | None, real: Resource) -> None:
+        QueueFigures.__init__(self, queue, real, Resource())
+        self.capability = capability
+        self.real_capability = real
+        self.deserved = queue.deserved.clone() if queue.deserved else Resource()
+        self.deserved.set_max(self.guarantee)
+
+
+def _inherit(own: Resource | None, parent: Resource | None) -> Resource | None:
+    """A child's capability: its own, taking its parent's cpu or memory where it sets
+    none (or 0) and its parent's scalars it does not list."""
+    if parent is None:
+        return own
+    if own is None:
+        return parent.clone()
+    out = own.clone()
+    if out.cpu == INF:
+        out.cpu = parent.cpu
+    if out.memory == INF:
+        out.memory = parent.memory
+    for name, amount in parent.scalars.items():
+        out.scalars.setdefault(name, amount)
+    return out
+
+
 class CapacityPlugin(QueueUsage, Plugin):
     name = "capacity"
+    arguments = (
+        LimitArgument("ancestorReclaimLevel", int, 0,
+                      "with enableHierarchy: how many levels up a queue's ancestors "
+                      "count in reclaim (0: the leaf queues alone)"),
+    )
+    mode_flags = ("enableHierarchy",)
 
     @hookimpl
     def on_session_open(self, session: SessionView) -> None:
         self.session = session
+        self.tree: QueueTree | None = None
+        self.level: int = self.args["ancestorReclaimLevel"]
+        if self.args.get("enableHierarchy"):
+            self._open_tree(session)
+            return
         self.open_queues(session, WrittenDeservedFigures)
         for attr in self.queue_figures.values():
             attr.update_share()
 
+    def _open_tree(self, session: SessionView) -> None:
+        """Every queue's figures, from the root down; what the leaves' jobs hold summed
+        into every ancestor."""
+        queues = dict(session.queues)
+        if ROOT not in queues:
+            queues[ROOT] = Queue(ROOT)  # (implied: no limits of its own)
+        self.queues = queues
+        tree = self.tree = QueueTree(queues)
+        for name, message in tree.problems:
+            session.event(f"Queue/{name}", "Warning", "InvalidQueueTree", message)
+        total = session.total_resource
+        figures: dict[str, TreeFigures] = {}
+        guaranteed: dict[str, Resource] = {}  # parent -> its children's guarantees
+        for name in tree.top_down():
+            queue, parent = queues[name], tree.parent[name]
+            own = capability_of(queue)
+            if parent is None:
+                attr = TreeFigures(queue, own, real_capability(total, Resource(), Resource(),
+                                                               own))
+            else:
+                up = figures[parent]
+                capability = _inherit(own, up.capability)
+                attr = TreeFigures(queue, capability, Resource())
+                if parent not in guaranteed:
+                    guaranteed[parent] = self._children_guarantees(parent, queues)
+                attr.real_capability = real_capability(up.real_capability,
+                                                       guaranteed[parent], attr.guarantee,
+                                                       capability)
+            figures[name] = attr
+        usage = queue_usage(session)
+        for name in sorted(usage.sums):
+            if name not in figures:
+                continue
+            allocated, request, inqueue, elastic = usage.sums[name]
+            for member in (name, *tree.ancestors[name]):
+                attr = figures[member]
+                attr.allocated.add(allocated)
+                attr.request.add(request)
+                attr.inqueue.add(inqueue)
+                attr.elastic.add(elastic)
+        for attr in figures.values():
+            attr.update_share()
+        self.queue_figures = figures
+
+    def _children_guarantees(self, parent: str, queues: dict[str, Queue]) -> Resource:
+        """The sum of `parent`'s children's guarantees; a Warning when it passes the
+        parent's own guarantee (root's is theirs), or a child's capability the
+        parent's."""
+        tree = self.tree
+        assert tree is not None
+        total = Resource()
+        for child in tree.children[parent]:
+            guarantee = queues[child].guarantee
+            if guarantee is not None:
+                total.add(guarantee)
+        own = queues[parent].guarantee or Resource()
+        if parent != ROOT and not total.less_equal(own):
+            self.session.event(
+                f"Queue/{parent}", "Warning", "InvalidQueueTree",
+                f"its child queues are guaranteed {resource_text(total)} in all, more "
+                f"than its own guarantee ({resource_text(own)}); each child keeps its "
+                "own guarantee of what is left")
+        mine = capability_of(queues[parent])
+        if parent != ROOT and mine is not None:
+            for child in tree.children[parent]:
+                theirs = capability_of(queues[child])
+                if theirs is not None and not theirs.less_equal(mine, missing_infinite=True):
+                    self.session.event(
+                        f"Queue/{parent}", "Warning", "InvalidQueueTree",
+                        f"child queue {child} has a capability ({resource_text(theirs)}) "
+                        f"beyond its own ({resource_text(mine)}); {child} is held to "
+                        f"{parent}'s")
+        return total
+
+    # ---------------------------------------------------------------- tree helpers
+
+    def _path_up(self, name: str) -> tuple[str, ...]:
+        """`name` and its ancestors, the leaf first (root last)."""
+        tree = self.tree
+        assert tree is not None
+        return (name, *reversed(tree.ancestors.get(name, ())))
+
+    def _up(self, name: str, levels: int) -> str | None:
+        """The ancestor `levels` up from `name` (1: its parent), never root."""
+        assert self.tree is not None
+        ancestors = self.tree.ancestors.get(name, ())
+        if levels > len(ancestors):
+            return None
+        found = ancestors[-levels]
+        return None if found == ROOT else found
 
     # ---------------------------------------------------------------- order
 
     @hookimpl
     def queue_order(self, left: Queue, right: Queue) -> int:
-        first = self.order_by_share(left, right)
+        first = priority_first(left, right)
         if first:
             return first
-        la, ra = self.figures_of(left.name), self.figures_of(right.name)
+        tree = self.tree
+        lname, rname = left.name, right.name
+        if tree is not None and lname in tree.parent and rname in tree.parent:
+            left_leaf, right_leaf = tree.is_leaf(lname), tree.is_leaf(rname)
+            if left_leaf != right_leaf:
+                return -1 if left_leaf else 1
+            if left_leaf:  # by the branches where their paths part
+                depth = tree.common_depth(lname, rname) + 1
+                lname, rname = tree.branch(lname, depth), tree.branch(rname, depth)
+        return self._by_share(lname, rname)
+
+    def _by_share(self, lname: str, rname: str) -> int:
+        """The lower share first; on equal shares a queue with a deserved amount before
+        a best-effort queue (which always has share 1)."""
+        la, ra = self.figures_of(lname), self.figures_of(rname)
         if la is None or ra is None:
             return 0
-        # Equal shares: a queue with a deserved amount is served before a best-effort
-        # queue (which always has share 1).
+        if la.share != ra.share:
+            return -1 if la.share < ra.share else 1
         left_deserves, right_deserves = not la.deserved.is_empty(), not ra.deserved.is_empty()
         if left_deserves != right_deserves:
             return -1 if left_deserves else 1
         return 0
+
+    @hookimpl
+    def victim_queue_order(self, left: Queue, right: Queue, preemptor_queue: Queue) -> int:
+        """With hierarchy, the preemptor's closest relatives give first: siblings, then
+        cousins (0 without hierarchy, or for relatives alike)."""
+        tree = self.tree
+        if tree is None or not {left.name, right.name, preemptor_queue.name} <= tree.parent.keys():
+            return 0
+        ld = tree.common_depth(left.name, preemptor_queue.name)
+        rd = tree.common_depth(right.name, preemptor_queue.name)
+        return -1 if ld > rd else (1 if ld < rd else 0)
+
+    # ---------------------------------------------------------------- enqueue
+
+    @hookimpl
+    def job_enqueueable(self, job: Job) -> Vote:
+        queue = self.session.queues.get(job.queue)
+        tree = self.tree
+        if tree is None or queue is None:
+            return admission(self.session, job, queue, self.figures_of(job.queue))
+        if not tree.is_leaf(job.queue):
+            return Reject(NOT_LEAF.format(queue=job.queue))
+        vote = admission(self.session, job, queue, self.figures_of(job.queue))
+        if isinstance(vote, Reject) or job.min_resources is None:
+            return vote
+        minimum = job.min_resources
+        for name in tree.ancestors[job.queue][::-1]:
+            attr = self.queue_figures[name]
+            needed = (minimum.clone().add(attr.allocated).add(attr.inqueue)
+                      .sub(attr.elastic))
+            failing = quota_exceeded(needed, attr.real_capability, minimum)
+            if failing:
+                reason = (f"queue resource quota insufficient in queue {name}, an ancestor "
+                          f"of {job.queue}: " + ", ".join(f"insufficient {n}"
+                                                          for n in failing))
+                if not job.bare:
+                    self.session.event(f"PodGroup/{job.uid}", "Normal", "Unschedulable",
+                                       reason)
+                return Reject(reason)
+        return PERMIT
+
+    @hookimpl
+    def job_enqueued(self, job: Job) -> None:
+        if job.min_resources is None:
+            return
+        amount = without_gated(job, job.min_resources)
+        names = self._path_up(job.queue) if self.tree is not None else (job.queue,)
+        for name in names:
+            figures = self.figures_of(name)
+            if figures is not None:
+                figures.inqueue.add(amount)
 
     # ---------------------------------------------------------------- allocate
 
@@ -138,38 +372,90 @@ class CapacityPlugin(QueueUsage, Plugin):
         closed = queue.closed_reason()
         if closed is not None:
             return closed
+        tree = self.tree
+        if tree is not None and queue.name in tree.parent:
+            if not tree.is_leaf(queue.name):
+                return NOT_LEAF.format(queue=queue.name)
+            for name in self._path_up(queue.name):
+                attr = self.queue_figures[name]
+                refused = room_refusal(name, attr.allocated, task.resreq,
+                                       attr.real_capability, "real capability")
+                if refused:
+                    return refused
+            return None
         attr = self.figures_of(queue.name)
         if attr is None:
             return None
         return room_refusal(queue.name, attr.allocated, task.resreq, attr.real_capability,
                             "real capability")
 
+    @hookimpl
+    def allocate_event(self, task: Task) -> str | None:
+        """Count the task in its queue (and every ancestor's). With hierarchy, a
+        placement that takes a queue on its path past its real capability is refused
+        (it is rolled back): reclaim asks only the leaf before choosing victims, since
+        evictions within a subtree leave its ancestors no fuller, so the ancestors are
+        judged here, once the victims are gone."""
+        refused = None
+        for attr in self._charged(task):
+            attr.allocated.add(task.resreq)
+            attr.update_share()
+            if self.tree is not None and refused is None and quota_exceeded(
+                    attr.allocated, attr.real_capability, task.resreq):
+                refused = room_refusal(attr.name, attr.allocated.clone().sub(task.resreq),
+                                       task.resreq, attr.real_capability,
+                                       "real capability")
+        return refused
+
+    @hookimpl
+    def deallocate_event(self, task: Task) -> None:
+        for attr in self._charged(task):
+            attr.allocated.sub(task.resreq)
+            attr.update_share()
+
+    def _charged(self, task: Task) -> list[QueueFigures]:
+        """The figures a task's allocation counts in: its queue's, and with hierarchy
+        every ancestor's."""
+        job = self.session.jobs.get(task.job_id)
+        if job is None:
+            return []
+        names = self._path_up(job.queue) if self.tree is not None else (job.queue,)
+        return [f for f in (self.figures_of(n) for n in names) if f is not None]
+
     # ---------------------------------------------------------------- reclaim
 
     @hookimpl
     def preemptive(self, queue: Queue, task: Task) -> str | None:
         """May `queue` reclaim from other queues for `task`? Only within its real
-        capability, and only while it is still within its deserved amount on some
-        resource the task asks for: a queue that already has what it deserves of
-        everything the task needs must wait for idle resources instead."""
-        refused = self.allocatable(queue, task)  # (open, and within real capability)
-        if refused:
-            return refused
+        capability (its ancestors': see `allocate_event`), and only while it is still
+        within its deserved amount on some resource the task asks for (or, with
+        `ancestorReclaimLevel`, one of its ancestors that many levels up is): a queue
+        that already has what it deserves of everything the task needs must wait for
+        idle resources instead."""
+        closed = queue.closed_reason()
+        if closed is not None:
+            return closed
+        tree = self.tree
+        if tree is not None and queue.name in tree.parent and not tree.is_leaf(queue.name):
+            return NOT_LEAF.format(queue=queue.name)
         attr = self.figures_of(queue.name)
         if attr is None:
             return None
-        request = task.resreq
-        future = attr.allocated.clone().add(request)
-        deserved = attr.deserved
-        over = []
-        for name in _requested(request):
-            used, due = future.get(name), deserved.get(name)
-            if used < MIN_RESOURCE and due < MIN_RESOURCE:
-                continue  # nothing used, nothing deserved: says nothing either way
-            if used - due < MIN_RESOURCE:
-                return None  # still within deserved here (tolerant)
-            over.append(f"{name} allocated + request {amount_text(name, used)} > "
-                        f"deserved {amount_text(name, due)}")
+        # (the leaf's real capability: evictions never make room in the reclaimer's own
+        # queue; its ancestors are judged as the task is placed, see `allocate_event`)
+        refused = room_refusal(queue.name, attr.allocated, task.resreq,
+                               attr.real_capability, "real capability")
+        if refused:
+            return refused
+        over = _over_on_every_resource(attr, task.resreq)
+        if over is None:
+            return None
+        if self.tree is not None:
+            for levels in range(1, self.level + 1):
+                ancestor = self._up(queue.name, levels)
+                if ancestor is not None and _over_on_every_resource(
+                        self.queue_figures[ancestor], task.resreq) is None:
+                    return None
         if not over:
             return f"queue {queue.name} may not reclaim: the task asks for no resources"
         return (f"queue {queue.name} may not reclaim: it would pass its deserved amount "
@@ -185,13 +471,19 @@ class CapacityPlugin(QueueUsage, Plugin):
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates, in the order given, of queues that hold more than they deserve of
         a resource the candidate uses, until each such queue is back within its deserved
-        amount; never one whose eviction takes its queue below its guarantee."""
+        amount; never one whose eviction takes its queue below its guarantee. With
+        hierarchy and `ancestorReclaimLevel` N, also: the victim's ancestors up to N
+        levels up that are not the reclaimer's hold more than they deserve too; and a
+        close relative (an ancestor in common within N levels, root aside) is spared
+        while the reclaimer's own queue deserves nothing of what it asks."""
         jobs = self.session.jobs
-        if self.task_figures(reclaimer) is None:
+        home = self.task_figures(reclaimer)
+        if home is None:
             return []
         wanted = _dimensions(reclaimer.resreq)
         holding: dict[str, Resource] = {}
         victims = []
+        near = self._near_ancestors(home.name)
         for task in candidates:
             job = jobs.get(task.job_id)
             attr = self.figures_of(job.queue) if job is not None else None
@@ -205,12 +497,51 @@ class CapacityPlugin(QueueUsage, Plugin):
                 allocated = holding[attr.name] = attr.allocated.clone()
             if not attr.guarantee.less_equal(allocated.clone().sub(task.resreq)):
                 continue  # the queue would fall below its guarantee
-            if uses & _dimensions(attr.deserved) and not self._over_deserved(
-                    allocated, attr.deserved, task.resreq):
+            if near and near & self._near_ancestors(attr.name) and not (
+                    wanted & _dimensions(home.deserved)):
+                continue  # a close relative, and the reclaimer deserves none of it
+            if not self._gives(attr, allocated, task.resreq):
                 continue
-            allocated.sub(task.resreq)
-            victims.append(task)
+            gates = self._ancestor_gates(attr.name, home.name)
+            held = []
+            for name in gates:
+                ancestor = self.queue_figures[name]
+                amount = holding.get(name)
+                if amount is None:
+                    amount = holding[name] = ancestor.allocated.clone()
+                if not self._gives(ancestor, amount, task.resreq):
+                    break
+                held.append(amount)
+            else:
+                allocated.sub(task.resreq)
+                for amount in held:
+                    amount.sub(task.resreq)
+                victims.append(task)
         return victims
+
+    def _gives(self, attr: QueueFigures, allocated: Resource, request: Resource) -> bool:
+        """Whether a queue holding `allocated` gives up a task asking `request`: it
+        deserves none of what the task uses, or holds more than it deserves of it."""
+        if not _dimensions(request) & _dimensions(attr.deserved):
+            return True
+        return self._over_deserved(allocated, attr.deserved, request)
+
+    def _near_ancestors(self, name: str) -> set[str]:
+        """With hierarchy and `ancestorReclaimLevel` N, `name`'s ancestors up to N levels
+        up, root aside; else nothing."""
+        if self.tree is None or not self.level:
+            return set()
+        found = (self._up(name, levels) for levels in range(1, self.level + 1))
+        return {a for a in found if a is not None}
+
+    def _ancestor_gates(self, victim: str, reclaimer: str) -> list[str]:
+        """The victim queue's ancestors up to N levels up (`ancestorReclaimLevel`) that
+        are not also the reclaimer's, root aside: each must give up the victim too."""
+        if self.tree is None or not self.level:
+            return []
+        theirs = set(self.tree.ancestors.get(reclaimer, ()))
+        return [a for a in (self._up(victim, levels) for levels in range(1, self.level + 1))
+                if a is not None and a not in theirs]
 
     @staticmethod
     def _over_deserved(allocated: Resource, deserved: Resource, request: Resource) -> bool:
@@ -226,3 +557,21 @@ class CapacityPlugin(QueueUsage, Plugin):
             if allocated.get(name) > deserved.get(name):
                 return True
         return False
+
+
+def _over_on_every_resource(attr: QueueFigures, request: Resource) -> list[str] | None:
+    """None if a queue, with `request` more, is still within its deserved amount on some
+    resource the request asks for (tolerant); else how it passes it on each (empty:
+    the request asks for nothing)."""
+    future = attr.allocated.clone().add(request)
+    deserved = attr.deserved
+    over = []
+    for name in _requested(request):
+        used, due = future.get(name), deserved.get(name)
+        if used < MIN_RESOURCE and due < MIN_RESOURCE:
+            continue  # nothing used, nothing deserved: says nothing either way
+        if used - due < MIN_RESOURCE:
+            return None  # still within deserved here
+        over.append(f"{name} allocated + request {amount_text(name, used)} > "
+                    f"deserved {amount_text(name, due)}")
+    return over

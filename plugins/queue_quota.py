@@ -24,9 +24,10 @@ from vscheduler.quota import (
     without_gated,
 )
 from vscheduler.resources import Resource, share
-from vscheduler.tally import Part
+from vscheduler.tally import Part, Tally
 
-__all__ = ["QueueFigures", "QueueUsage", "admission", "priority_first", "room_refusal"]
+__all__ = ["QueueFigures", "QueueUsage", "admission", "priority_first", "queue_usage",
+           "room_refusal"]
 
 
 class QueueFigures:
@@ -131,6 +132,13 @@ def _job_usage(job: Job) -> Part:
     return job.queue, (allocated, request, inqueue, elastic)
 
 
+def queue_usage(session: SessionView) -> Tally:
+    """What each queue's jobs hold, ask, have admitted and could give back (allocated,
+    request, inqueue, elastic), summed by queue and kept between sessions
+    (`vscheduler.tally`; proportion and capacity share it)."""
+    return session.tally("queue-usage", None, 4, _job_usage)
+
+
 class QueueUsage:
     """The queue figures and hooks a quota plugin inherits: `queue_figures` maps each
     queue with jobs in the session to its figures (a `QueueFigures` subclass)."""
@@ -145,7 +153,7 @@ class QueueUsage:
         for queue in session.queues.values():
             if queue.guarantee is not None:
                 total_guarantee.add(queue.guarantee)
-        usage = session.tally("queue-usage", None, 4, _job_usage)
+        usage = queue_usage(session)
         self.queue_figures = {}
         for name in sorted(usage.sums):
             queue = session.queues.get(name)

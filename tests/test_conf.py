@@ -93,7 +93,20 @@ metrics:
     assert conf.action_args["allocate"] == {"predicateErrorCacheEnable": False}
     # defaults filled in for an action with no configuration
     assert conf.action_args["backfill"] == {"predicateErrorCacheEnable": True}
-    assert conf.warnings == []
+    # a mode only capacity has: asked of gang, it is accepted and said to do nothing
+    assert conf.warnings == [f"{SOURCE}: tiers[0].plugins[1] (gang): enableHierarchy has "
+                             "no effect on gang"]
+
+
+def test_a_mode_flag_reaches_the_plugin_that_reads_it() -> None:
+    """capacity reads enableHierarchy as a mode: it arrives among its arguments, off
+    unless asked for."""
+    on = parse('actions: "allocate"\ntiers:\n- plugins:\n  - name: capacity\n'
+               '    enableHierarchy: true\n')
+    off = parse('actions: "allocate"\ntiers:\n- plugins:\n  - name: capacity\n')
+    assert on.tiers[0][0].args["enableHierarchy"] is True
+    assert off.tiers[0][0].args["enableHierarchy"] is False
+    assert on.warnings == off.warnings == []
 
 
 def test_actions_list_tolerates_spaces_and_keeps_order() -> None:

@@ -174,3 +174,18 @@ def test_strategy_example(capsys, name, strategy, victims, by_default):
                     "--sessions", "2")
     assert later["binds"] == {"inference/chat-7d9f6-xk2p9": "gpu-node-1"}
     assert len(later["evictions"]) == len(victims)
+
+
+def test_hierarchy_example(capsys):
+    report = _report(capsys, str(ROOT / "examples/hierarchy.yaml"),
+                     "--conf", str(ROOT / "conf/hierarchy.conf"))
+    jobs = {key.split("/")[1].rsplit("-", 1)[0] for key in report["binds"]}
+    assert jobs == {"llm-finetune", "detector", "chat"}
+    assert set(report["pendingJobs"]) == {"research/misplaced", "vision/segmenter"}
+    assert report["pendingJobs"]["research/misplaced"]["reasons"][0].startswith(
+        "queue research has child queues")
+    assert report["pendingJobs"]["vision/segmenter"]["reasons"][0].startswith(
+        "queue research-vision: insufficient nvidia.com/gpu")
+    gpus = {name: q["allocated"].get("nvidia.com/gpu") for name, q in report["queues"].items()}
+    assert (gpus["research"], gpus["research-nlp"], gpus["research-vision"], gpus["root"]) \
+        == ("8", "4", "4", "12")

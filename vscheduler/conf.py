@@ -214,4 +214,12 @@ def _plugin_option(entry: Any, where: str, warnings: list[str]) -> PluginOption:
     except ArgumentError as err:
         raise ConfError(f"{where}: {err}") from None
     warnings.extend(f"{where}: unknown argument {key!r}, ignored" for key in unknown)
+    # Volcano flags a plugin reads as a mode of its own (capacity's enableHierarchy)
+    # reach it among its arguments; elsewhere such a flag asked for is said to do nothing.
+    modes = getattr(cls, "mode_flags", ())
+    for flag in modes:
+        args[flag] = flags.get(flag, flag not in _OFF_BY_DEFAULT)
+    warnings.extend(f"{where}: {flag} has no effect on {name}"
+                    for flag, value in flags.items()
+                    if value and flag in _OFF_BY_DEFAULT and flag not in modes)
     return PluginOption(name, cls, args, flags)

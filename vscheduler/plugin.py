@@ -158,6 +158,9 @@ class Plugin:
 
     name: ClassVar[str] = ""
     arguments: ClassVar[tuple[Argument, ...]] = ()
+    # Volcano's enable flags this plugin reads as a mode (capacity: enableHierarchy),
+    # handed to it in `args` as booleans
+    mode_flags: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.args = args

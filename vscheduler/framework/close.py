@@ -32,6 +32,7 @@ from vscheduler.model import (
     TaskStatus,
     is_bare_job,
 )
+from vscheduler.queue_tree import QueueTree
 from vscheduler.resources import Resource
 from vscheduler.tally import Part
 
@@ -164,10 +165,24 @@ def _sort_jobs(session: Session) -> list[Job]:
                 # (changed in this session: what it holds now, not as the session opened)
                 allocated.sub(held.amount(job.uid, 0))
                 add_held_for_good(allocated, job)
+    _count_in_ancestors(session, queues)
     result.visited_jobs = [job.uid for job in visit]
     # every PodGroup's phase and conditions, read when asked (see SessionResult)
     result.podgroup_jobs = session.jobs
     return visit
+
+
+def _count_in_ancestors(session: Session, queues: dict[str, Resource]) -> None:
+    """When queues form a tree (`spec.parent`), each queue's figure counts what its
+    descendants hold too, as Volcano writes a parent queue's `status.allocated`."""
+    if not any(queue.parent for queue in session.queues.values()):
+        return
+    tree = QueueTree(session.queues)
+    own = {name: amount.clone() for name, amount in queues.items()}
+    for name, amount in own.items():
+        for ancestor in tree.ancestors.get(name, ()):
+            if ancestor in queues:  # (a root no object names has no status to write)
+                queues[ancestor].add(amount)
 
 
 def close_session(session: Session) -> SessionResult:

@@ -133,7 +133,11 @@ class VictimPolicy:
     `max_eviction_ratio` caps what is evicted for one job (`guards.EvictionCap`);
     `grace_seconds` is the victims' grace period (None: each pod's own). `unplaced` is
     what a preemptor for whom no node works is told, unless the cap stopped it (then
-    the cap is named); empty, nothing."""
+    the cap is named); empty, nothing. `idle_is_room`: a preemptor may be pipelined
+    where the node's idle alone fits it (preempt, as Volcano's); off (reclaim), only
+    where what evictions release is needed: idle room is allocate's, and a reclaim run
+    before allocate would otherwise pipeline the pod there session after session,
+    never to be bound (Volcano's reclaim looks only at nodes with pods to evict)."""
 
     action: str
     statuses: TaskStatus
@@ -149,6 +153,7 @@ class VictimPolicy:
     max_eviction_ratio: float = 2.0
     grace_seconds: int | None = None
     unplaced: str = ""
+    idle_is_room: bool = True
 
     def __post_init__(self) -> None:
         if self.offered_by not in ("reclaimable", "preemptable"):
@@ -211,8 +216,10 @@ def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
     """Pipeline `preemptor` onto a node whose future idle fits it, with no eviction
     (best scored first, or in node order); else remember that no node had such room."""
     req = preemptor.resreq
+    idle_is_room = policy.idle_is_room
     pool = (n for n in memo.roomy_in_order(session.node_list)
-            if n.insufficient_future(req) is None)
+            if n.insufficient_future(req) is None
+            and (idle_is_room or n.insufficient_now(req) is not None))
     nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool)
     if policy.best_node_first:
         nodes = best_first(session, preemptor, list(nodes))
