@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tests.invariants import run_checked
 from vscheduler.bench import (
     BENCH_CONF,
+    HIERARCHY_CONF,
     PREEMPT_CONF,
     TIDAL_CONF,
     BenchSpec,
@@ -179,6 +180,28 @@ def test_volcano_preempt_scene_decisions_hold_the_invariants_and_repeat():
         return json.dumps(simulation.report.as_dict())
 
     assert decisions() == decisions()
+
+
+@pytest.mark.parametrize("leaves", [1, 10, 11, 250])
+def test_hierarchy_scene_hangs_its_queues_off_a_tree_of_departments(leaves):
+    """The leaves (where the jobs are) ten to a department, departments likewise, the
+    top under root; every parent exists, and the scene runs and holds the invariants."""
+    spec = BenchSpec(nodes=30, queues=leaves, jobs=12, running=60, scene="hierarchy")
+    objects = generate(spec)
+    queues = {o["metadata"]["name"]: o["spec"].get("parent") for o in objects
+              if o["kind"] == "Queue"}
+    children: dict[str, int] = {}
+    for name, parent in queues.items():
+        assert parent == "root" or parent in queues, name
+        children[parent] = children.get(parent, 0) + 1
+    assert max(children.values()) <= 10
+    used = {o["spec"]["queue"] for o in objects if o["kind"] == "PodGroup"}
+    assert used <= {f"queue-{q}" for q in range(leaves)}  # jobs in leaves only
+    assert all(q not in children for q in used)
+    simulation = Simulation(parse_conf(HIERARCHY_CONF), ("vscheduler",))
+    simulation.load([(f"b#{i}", o) for i, o in enumerate(objects)])
+    run_checked(simulation, 2)
+    assert simulation.report.binds
 
 
 def test_an_unknown_scene_is_refused(capsys):

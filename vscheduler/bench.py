@@ -20,6 +20,9 @@ reclaim and preempt phases) are what eviction is judged by:
 - `volcano-preempt`: Volcano's default conf with capacity-card and reclaim and preempt
   on, every card of the cluster taken by low-priority gangs and `jobs` high-priority
   one-pod jobs pending, so every session weighs victims on every node.
+- `hierarchy`: the default cluster with its `queues` as the leaves of a tree of
+  departments (`QUEUE_FANOUT` to a parent, under root), capacity's hierarchical mode in
+  place of proportion: what open and close cost as queues grow.
 
 and one sized as the cluster a session's cost is judged on (`SCENE_SIZES`):
 - `overload`: the default cluster at 5,000 nodes with 150,000 pods, 60,000 running and
@@ -82,9 +85,14 @@ tiers:
         Job: training
   - name: nodeorder
 """
+# The same with capacity's hierarchical queues in place of proportion.
+HIERARCHY_CONF = BENCH_CONF.replace("  - name: proportion\n",
+                                    "  - name: capacity\n    enableHierarchy: true\n")
 # Each scene's conf when `--conf` is not given.
 SCENES = {"default": BENCH_CONF, "tidal": TIDAL_CONF, "volcano-preempt": PREEMPT_CONF,
-          "overload": BENCH_CONF}
+          "overload": BENCH_CONF, "hierarchy": HIERARCHY_CONF}
+# hierarchy: each parent queue holds this many children, level after level.
+QUEUE_FANOUT = 10
 # The sizes a scene has unless told otherwise (`scene_spec`). overload: 5,000 nodes hold
 # 64,000 cards (every tenth node split into 56 MIG slices), 60,000 of them taken.
 SCENE_SIZES: dict[str, dict[str, int]] = {
@@ -239,12 +247,20 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
     total_cards = spec.nodes * spec.gpus_per_node * 7
     quota = {card: total_cards for _, card, _ in node_cards}
     queue_names = [f"queue-{q}" for q in range(max(spec.queues, 1))]
+    parents = _queue_tree(queue_names) if spec.scene == "hierarchy" else {}
     for name in queue_names:
+        queue_spec: dict[str, Any] = {"weight": rng.randint(1, 4)}
+        if name in parents:
+            queue_spec["parent"] = parents[name]
         objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                         "metadata": {"name": name,
                                      "annotations": {"volcano.sh/card.quota":
                                                      json.dumps(quota, sort_keys=True)}},
-                        "spec": {"weight": rng.randint(1, 4)}})
+                        "spec": queue_spec})
+    for name in sorted(set(parents.values()) - {"root"}):
+        objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                        "metadata": {"name": name},
+                        "spec": {"parent": parents[name]} if name in parents else {}})
     # Running jobs, tasks_per_job pods each, placed where they fit.
     slots = {name: [spec.gpus_per_node * (7 if "mig" in card else 1), spec.cpu_per_node]
              for name, card, _ in node_cards}
@@ -282,6 +298,22 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
         objects.extend(_pod(f"{group}-{t}", "bench", group, queue, card, resource_name, 4,
                             16, priority_class) for t in range(tasks))
     return objects
+
+
+def _queue_tree(leaves: list[str]) -> dict[str, str]:
+    """Queue -> its parent: the leaves grouped `QUEUE_FANOUT` to a department, the
+    departments likewise, until few enough are left to hang off root."""
+    parents: dict[str, str] = {}
+    level, members = 0, leaves
+    while len(members) > QUEUE_FANOUT:
+        level += 1
+        groups = [members[i:i + QUEUE_FANOUT] for i in range(0, len(members), QUEUE_FANOUT)]
+        above = [f"dept-{level}-{g}" for g in range(len(groups))]
+        for group, parent in zip(groups, above, strict=True):
+            parents.update((member, parent) for member in group)
+        members = above
+    parents.update((member, "root") for member in members)
+    return parents
 
 
 TIDAL_CARD = "NVIDIA-GeForce-RTX-4090"
@@ -526,7 +558,8 @@ def _cluster_line(figures: dict[str, Any]) -> str:
                 f"pending; {spec['queues']} queues, seed "
                 f"{spec['seed']}{churned}")
     tasks = spec.get("pending_tasks") or spec["tasks_per_job"]
-    return (f"cluster{' (overload)' if scene == 'overload' else ''}: {spec['nodes']} "
+    named = f" ({scene})" if scene in ("overload", "hierarchy") else ""
+    return (f"cluster{named}: {spec['nodes']} "
             f"nodes, {figures['pods']} pods ({spec['running']} running, {spec['jobs']} "
             f"pending jobs x {tasks} tasks), {spec['queues']} queues, seed {spec['seed']}"
             + churned)

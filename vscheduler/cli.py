@@ -443,7 +443,8 @@ def _parser() -> argparse.ArgumentParser:
                             "(default: --churn)")
     bench.add_argument("--seed", type=_int, default=1, metavar="N",
                        help="seed of the generated cluster (default %(default)s)")
-    bench.add_argument("--scene", choices=("default", "tidal", "volcano-preempt", "overload"),
+    bench.add_argument("--scene", choices=("default", "tidal", "volcano-preempt", "overload",
+                                           "hierarchy"),
                        default="default",
                        help="the cluster: default (running and pending gang jobs); tidal "
                             "(every node full with one training gang, --jobs one-GPU "
@@ -453,7 +454,10 @@ def _parser() -> argparse.ArgumentParser:
                             "high-priority pods pending, Volcano's default conf with "
                             "capacity-card, reclaim and preempt); overload (the default "
                             "cluster at 5,000 nodes, 60,000 pods running and 90,000 pending, "
-                            "far more than the cards left) (default %(default)s)")
+                            "far more than the cards left); hierarchy (the default cluster "
+                            "with its --queues as the leaves of a tree of departments, ten "
+                            "to a parent, capacity's enableHierarchy in place of "
+                            "proportion) (default %(default)s)")
     bench.add_argument("--conf", help="conf to run (default: the scene's; for the default "
                                       "scene Volcano's default conf with capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
