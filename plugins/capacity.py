@@ -71,6 +71,7 @@ from __future__ import annotations
 from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job, Queue, Task
 from vscheduler.plugin import LimitArgument, Plugin
+from vscheduler.plugins.borrowing import NO_TERMS, BorrowTerms, Lending, beyond, read_terms
 from vscheduler.plugins.queue_quota import (
     QueueFigures,
     QueueUsage,
@@ -187,10 +188,38 @@ class CapacityPlugin(QueueUsage, Plugin):
         self.level: int = self.args["ancestorReclaimLevel"]
         if self.args.get("enableHierarchy"):
             self._open_tree(session)
+        else:
+            self.open_queues(session, WrittenDeservedFigures)
+            for attr in self.queue_figures.values():
+                attr.update_share()
+        self._open_lending(session)
+
+    def _open_lending(self, session: SessionView) -> None:
+        """Each queue's borrowing terms (`borrowing.py`; a Warning event for an
+        annotation that cannot be used), and who lends what to whom."""
+        self.terms: dict[str, BorrowTerms] = {}
+        self.lending: Lending | None = None
+        for name, queue in session.queues.items():
+            terms, problems = read_terms(queue)
+            for problem in problems:
+                session.event(f"Queue/{name}", "Warning", "InvalidBorrowing", problem)
+            if terms is not NO_TERMS:
+                self.terms[name] = terms
+        if not self.terms:
             return
-        self.open_queues(session, WrittenDeservedFigures)
-        for attr in self.queue_figures.values():
-            attr.update_share()
+        total_guarantee = Resource()
+        for queue in session.queues.values():
+            if queue.guarantee is not None:
+                total_guarantee.add(queue.guarantee)
+        for terms in self.terms.values():  # (a lender with no jobs lends all it deserves)
+            for lender in terms.lenders:
+                queue = session.queues.get(lender)
+                if queue is not None and lender not in self.queue_figures:
+                    attr = WrittenDeservedFigures(queue, session.total_resource,
+                                                  total_guarantee)
+                    attr.update_share()
+                    self.queue_figures[lender] = attr
+        self.lending = Lending(self.terms, self.queue_figures)
 
     def _open_tree(self, session: SessionView) -> None:
         """Every queue's figures, from the root down; what the leaves' jobs hold summed
@@ -316,8 +345,14 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def victim_queue_order(self, left: Queue, right: Queue, preemptor_queue: Queue) -> int:
-        """With hierarchy, the preemptor's closest relatives give first: siblings, then
-        cousins (0 without hierarchy, or for relatives alike)."""
+        """Queues that borrow from the preemptor's queue give first; then, with
+        hierarchy, its closest relatives: siblings, then cousins (0 otherwise)."""
+        lending = self.lending
+        if lending is not None:
+            lb = lending.borrows_from(left.name, preemptor_queue.name)
+            rb = lending.borrows_from(right.name, preemptor_queue.name)
+            if lb != rb:
+                return -1 if lb else 1
         tree = self.tree
         if tree is None or not {left.name, right.name, preemptor_queue.name} <= tree.parent.keys():
             return 0
@@ -382,21 +417,56 @@ class CapacityPlugin(QueueUsage, Plugin):
                                        attr.real_capability, "real capability")
                 if refused:
                     return refused
-            return None
+            return self._borrow_refusal(queue.name, task.resreq)
         attr = self.figures_of(queue.name)
         if attr is None:
             return None
         return room_refusal(queue.name, attr.allocated, task.resreq, attr.real_capability,
-                            "real capability")
+                            "real capability") or self._borrow_refusal(queue.name,
+                                                                       task.resreq)
+
+    def _borrow_refusal(self, name: str, request: Resource) -> str | None:
+        """Why queue `name` may not take `request` more beyond its deserved amount, by
+        its borrowing terms: past its max-borrow, or more than its lenders have unused."""
+        terms = self.terms.get(name) if self.lending is not None else None
+        attr = self.figures_of(name)
+        if terms is None or not terms.limits_borrowing or attr is None:
+            return None
+        before = beyond(attr.allocated, attr.deserved)
+        after = beyond(attr.allocated.clone().add(request), attr.deserved)
+        asked = _requested(request)
+        limit = terms.max_borrow
+        if limit is not None:  # (on the resources it lists)
+            listed = set(limit.names()) | set(limit.scalars)
+            over = [n for n in asked
+                    if n in listed and after.get(n) - limit.get(n) >= MIN_RESOURCE]
+            if over:
+                return (f"queue {name} may borrow at most "
+                        f"{', '.join(f'{n} {amount_text(n, limit.get(n))}' for n in over)} "
+                        "beyond its deserved amount (elastic.gpu/max-borrow)")
+        if terms.lenders:
+            assert self.lending is not None
+            available = self.lending.available(name)
+            short = [n for n in asked
+                     if after.get(n) - before.get(n) - available.get(n) >= MIN_RESOURCE]
+            if short:
+                return (f"queue {name} has its deserved amount of "
+                        f"{', '.join(short)} and its lenders "
+                        f"({', '.join(terms.lenders)}) have none of it unused to lend")
+        return None
 
     @hookimpl
     def allocate_event(self, task: Task) -> str | None:
-        """Count the task in its queue (and every ancestor's). With hierarchy, a
-        placement that takes a queue on its path past its real capability is refused
-        (it is rolled back): reclaim asks only the leaf before choosing victims, since
-        evictions within a subtree leave its ancestors no fuller, so the ancestors are
-        judged here, once the victims are gone."""
-        refused = None
+        """Count the task in its queue (and every ancestor's). A placement that takes
+        its queue past its borrowing terms, or with hierarchy a queue on its path past
+        its real capability, is refused (it is rolled back): reclaim asks only the leaf
+        before choosing victims, since evictions within a subtree leave its ancestors
+        no fuller, and evictions may free what a lender lends, so these are judged
+        here, once the victims are gone."""
+        job = self.session.jobs.get(task.job_id)
+        # (reclaim pipelines without asking allocatable: its borrowing terms hold too)
+        refused = self._borrow_refusal(job.queue, task.resreq) if job is not None else None
+        self._lend(task, borrow=True)
         for attr in self._charged(task):
             attr.allocated.add(task.resreq)
             attr.update_share()
@@ -409,9 +479,29 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def deallocate_event(self, task: Task) -> None:
+        self._lend(task, borrow=False)
         for attr in self._charged(task):
             attr.allocated.sub(task.resreq)
             attr.update_share()
+
+    def _lend(self, task: Task, borrow: bool) -> None:
+        """Book what placing (or taking away) `task` borrows from (or gives back to) its
+        queue's lenders, before its queue's allocation changes."""
+        lending = self.lending
+        if lending is None:
+            return
+        job = self.session.jobs.get(task.job_id)
+        terms = self.terms.get(job.queue) if job is not None else None
+        attr = self.figures_of(job.queue) if terms is not None and terms.lenders else None
+        if attr is None:
+            return
+        now = beyond(attr.allocated, attr.deserved)
+        if borrow:
+            lending.take(attr.name, beyond(attr.allocated.clone().add(task.resreq),
+                                            attr.deserved).sub(now))
+        else:
+            lending.give_back(attr.name, now.sub(beyond(
+                attr.allocated.clone().sub(task.resreq), attr.deserved)))
 
     def _charged(self, task: Task) -> list[QueueFigures]:
         """The figures a task's allocation counts in: its queue's, and with hierarchy
@@ -495,11 +585,14 @@ class CapacityPlugin(QueueUsage, Plugin):
             allocated = holding.get(attr.name)
             if allocated is None:
                 allocated = holding[attr.name] = attr.allocated.clone()
-            if not attr.guarantee.less_equal(allocated.clone().sub(task.resreq)):
-                continue  # the queue would fall below its guarantee
-            if near and near & self._near_ancestors(attr.name) and not (
-                    wanted & _dimensions(home.deserved)):
-                continue  # a close relative, and the reclaimer deserves none of it
+            if not self._kept(attr).less_equal(allocated.clone().sub(task.resreq)):
+                continue  # the queue would fall below its guarantee or protected part
+            if self._lent_for_good(attr.name, home.name):
+                continue  # borrowed from the reclaimer, which may not take it back
+            if (near and not uses & _dimensions(attr.deserved)
+                    and near & self._near_ancestors(attr.name)
+                    and not wanted & _dimensions(home.deserved)):
+                continue  # a close relative deserving none of it, nor the reclaimer
             if not self._gives(attr, allocated, task.resreq):
                 continue
             gates = self._ancestor_gates(attr.name, home.name)
@@ -518,6 +611,21 @@ class CapacityPlugin(QueueUsage, Plugin):
                     amount.sub(task.resreq)
                 victims.append(task)
         return victims
+
+    def _kept(self, attr: QueueFigures) -> Resource:
+        """What reclaim never takes from a queue: its guarantee, or more if its
+        `elastic.gpu/protected` annotation says so."""
+        terms = self.terms.get(attr.name)
+        if terms is None or terms.protected is None:
+            return attr.guarantee
+        return attr.guarantee.clone().set_max(terms.protected)
+
+    def _lent_for_good(self, borrower: str, reclaimer: str) -> bool:
+        """Whether `borrower` borrows from `reclaimer` on terms that keep it."""
+        terms = self.terms.get(borrower)
+        return (terms is not None and not terms.borrowed_preemption
+                and self.lending is not None
+                and self.lending.borrows_from(borrower, reclaimer))
 
     def _gives(self, attr: QueueFigures, allocated: Resource, request: Resource) -> bool:
         """Whether a queue holding `allocated` gives up a task asking `request`: it

@@ -6,7 +6,8 @@ root implied here with no limits of its own. Jobs belong in leaf queues.
 
 A tree that cannot be used as written is mended, never refused, and each mend is a
 problem for the plugin to report as a Warning event on the queue: a parent that does
-not exist, or a cycle of parents, makes the queue a child of root. (Volcano stops
+not exist, a cycle of parents, or a queue more than `MAX_DEPTH` levels down, makes the
+queue a child of root (a parent given to root itself is ignored). (Volcano stops
 scheduling for the whole cluster on such a tree, with a log line only; here the other
 queues go on and the event says what was assumed.)
 """
@@ -17,9 +18,13 @@ from collections.abc import Mapping
 
 from vscheduler.model import Queue
 
-__all__ = ["ROOT", "QueueTree"]
+__all__ = ["MAX_DEPTH", "ROOT", "QueueTree"]
 
 ROOT = "root"
+# Queues deeper than this hang off root instead (Volcano's admission webhook allows 5
+# levels by default): each keeps its ancestors, so a chain of thousands would cost
+# their square.
+MAX_DEPTH = 64
 
 
 class QueueTree:
@@ -34,6 +39,9 @@ class QueueTree:
         self.problems: list[tuple[str, str]] = []
         for name, queue in queues.items():
             if name == ROOT:
+                if queue.parent and queue.parent != ROOT:
+                    self.problems.append((name, f"root has no parent; its parent "
+                                                f"{queue.parent} is ignored"))
                 continue
             parent = queue.parent or ROOT
             if parent != ROOT and parent not in queues:
@@ -48,8 +56,19 @@ class QueueTree:
                 self.children[parent].append(name)
         # queue -> its ancestors, root first (the queue itself left out)
         self.ancestors: dict[str, tuple[str, ...]] = {ROOT: ()}
-        for name in self.parent:
-            self._ancestors_of(name)
+        for name in self.top_down():
+            parent = self.parent[name]
+            if parent is None:
+                continue
+            above = (*self.ancestors[parent], parent)
+            if len(above) > MAX_DEPTH:
+                self.problems.append((name, f"more than {MAX_DEPTH} levels below {ROOT}; "
+                                            f"taken as a child of {ROOT}"))
+                self.children[parent].remove(name)
+                self.children[ROOT].append(name)
+                self.parent[name] = ROOT
+                above = (ROOT,)
+            self.ancestors[name] = above
 
     def _break_cycles(self) -> None:
         """Queues whose parents lead back to themselves become children of root, each
@@ -73,23 +92,6 @@ class QueueTree:
                 on_path.add(name)
                 name = self.parent[name]
             settled.update(path)
-
-    def _ancestors_of(self, name: str) -> tuple[str, ...]:
-        known = self.ancestors.get(name)
-        if known is not None:
-            return known
-        chain: list[str] = []
-        current = self.parent[name]
-        while current is not None and current not in self.ancestors:
-            chain.append(current)
-            current = self.parent[current]
-        base = (*self.ancestors[current], current) if current is not None else ()
-        # fill in the chain from the top down
-        for member in reversed(chain):
-            self.ancestors[member] = base
-            base = (*base, member)
-        self.ancestors[name] = base
-        return base
 
     def is_leaf(self, name: str) -> bool:
         return not self.children.get(name)

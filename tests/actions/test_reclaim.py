@@ -247,3 +247,24 @@ def test_reclaim_evicts_at_most_the_fewest_plus_the_gang_rounding(case):
     sizes = {f"default/train-{n}-{g}": size for n, (_, s) in enumerate(layout)
              for g, size in enumerate(s)}
     assert evicted == sum(sizes[g] for g in gangs)  # gangs whole
+
+
+def test_a_gang_uses_idle_room_beside_reclaimable_pods_rather_than_evict_for_it():
+    """n1 has 4 cpu idle beside a training pod; n2 is full of training pods. A gang of
+    two 4-cpu inference pods needs one eviction: one pod takes n1's idle room (a node
+    with pods reclaim could evict, as Volcano's reclaim looks at), the other the room
+    freed there. Idle room on a node with nothing to evict is left to allocate."""
+    from tests.builders import RECLAIM_CONF, node, pod, podgroup, queue, simulate
+
+    objects = [node("n1", cpu="8", memory="16Gi"), node("n2", cpu="8", memory="16Gi"),
+               queue("train", reclaimable=True), queue("inf", reclaimable=False),
+               podgroup("t", 1, queue="train", phase="Running"),
+               pod("t-a", "4", "4Gi", group="t", queue="train", node_name="n1"),
+               pod("t-b", "4", "4Gi", group="t", queue="train", node_name="n2"),
+               pod("t-c", "4", "4Gi", group="t", queue="train", node_name="n2"),
+               podgroup("g", 2, queue="inf", phase="Inqueue"),
+               pod("g-0", "4", "4Gi", group="g", queue="inf"),
+               pod("g-1", "4", "4Gi", group="g", queue="inf")]
+    report = simulate(objects, RECLAIM_CONF)
+    assert [e["pod"] for e in report["evictions"]] == ["default/t-a"]
+    assert set(report["pipelined"].values()) == {"n1"}

@@ -773,3 +773,51 @@ def test_no_queue_holds_more_than_any_capability_on_its_path(
             assert subtree[name].get(resource) <= limit.get(resource) + 1e-6, (
                 f"queue {name} holds {subtree[name].get(resource)} {resource} "
                 f"> capability {cap[resource]}")
+
+
+# --------------------------------------------------------------------------- review cases
+
+
+def test_a_close_relative_that_deserves_what_it_holds_too_much_of_gives_it_back():
+    """Level 1: qA (no deserved) and qB (deserves 1 cpu, holds 4) under P. A close
+    relative is spared only when it deserves none of what it holds; qB deserves cpu and
+    holds more than that, so one of its pods goes for qA's (as in Volcano)."""
+    conf = """
+actions: "enqueue, reclaim, allocate"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: capacity, enableHierarchy: true,
+            arguments: {ancestorReclaimLevel: 1}}]
+"""
+    objects = [node("n1", cpu="4", memory="16Gi"), queue("root"),
+               queue("P", deserved={"cpu": "8", "memory": "16Gi"}),
+               queue("qA", parent="P"), queue("qB", parent="P", deserved={"cpu": "1"})]
+    for i in range(4):
+        objects += [podgroup(f"b{i}", 1, queue="qB", phase="Running"),
+                    pod(f"b{i}", "1", "1Gi", group=f"b{i}", queue="qB", node_name="n1")]
+    objects += [podgroup("a", 1, queue="qA", phase="Inqueue"),
+                pod("a", "1", "1Gi", group="a", queue="qA")]
+    report = simulate(objects, conf)
+    assert len(report["evictions"]) == 1
+    assert report["pipelined"] == {"default/a": "n1"}
+
+
+def test_root_reports_everything_below_it_without_any_parent_named():
+    base = [node("n1", cpu="8"), queue("root"), queue("a"), podgroup("g", 1, queue="a"),
+            pod("p", "2", "1Gi", group="g", queue="a")]
+    report = simulate(base, CONF, sessions=2)
+    assert report["queues"]["root"]["allocated"]["cpu"] == "2"
+
+
+def test_a_chain_deeper_than_the_limit_is_mended_with_a_warning():
+    from vscheduler.queue_tree import MAX_DEPTH
+
+    chain = [queue("q0")] + [queue(f"q{i}", parent=f"q{i - 1}")
+                             for i in range(1, MAX_DEPTH + 3)]
+    leaf = f"q{MAX_DEPTH + 2}"
+    objects = [node("n1", cpu="8"), queue("root", parent="elsewhere"), *chain,
+               podgroup("g", 1, queue=leaf), pod("p", "1", "1Gi", group="g", queue=leaf)]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {"default/p": "n1"}
+    assert warnings_on(report, f"Queue/q{MAX_DEPTH}")
+    assert any("root has no parent" in m for m in warnings_on(report, "Queue/root"))

@@ -32,7 +32,7 @@ from vscheduler.model import (
     TaskStatus,
     is_bare_job,
 )
-from vscheduler.queue_tree import QueueTree
+from vscheduler.queue_tree import ROOT, QueueTree
 from vscheduler.resources import Resource
 from vscheduler.tally import Part
 
@@ -173,9 +173,10 @@ def _sort_jobs(session: Session) -> list[Job]:
 
 
 def _count_in_ancestors(session: Session, queues: dict[str, Resource]) -> None:
-    """When queues form a tree (`spec.parent`), each queue's figure counts what its
-    descendants hold too, as Volcano writes a parent queue's `status.allocated`."""
-    if not any(queue.parent for queue in session.queues.values()):
+    """When queues form a tree (a `root` queue, or any `spec.parent`), each queue's
+    figure counts what its descendants hold too, as Volcano writes a parent queue's
+    `status.allocated`."""
+    if ROOT not in session.queues and not any(q.parent for q in session.queues.values()):
         return
     tree = QueueTree(session.queues)
     own = {name: amount.clone() for name, amount in queues.items()}

@@ -134,10 +134,11 @@ class VictimPolicy:
     `grace_seconds` is the victims' grace period (None: each pod's own). `unplaced` is
     what a preemptor for whom no node works is told, unless the cap stopped it (then
     the cap is named); empty, nothing. `idle_is_room`: a preemptor may be pipelined
-    where the node's idle alone fits it (preempt, as Volcano's); off (reclaim), only
-    where what evictions release is needed: idle room is allocate's, and a reclaim run
-    before allocate would otherwise pipeline the pod there session after session,
-    never to be bound (Volcano's reclaim looks only at nodes with pods to evict)."""
+    onto any node whose idle alone fits it (preempt, as Volcano's); off (reclaim), only
+    onto one that also holds pods the policy could evict, or where it needs what
+    evictions release: Volcano's reclaim looks only at nodes with pods to evict, and a
+    reclaim run before allocate would otherwise pipeline the pod onto an empty node
+    session after session, never to be bound."""
 
     action: str
     statuses: TaskStatus
@@ -216,10 +217,15 @@ def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
     """Pipeline `preemptor` onto a node whose future idle fits it, with no eviction
     (best scored first, or in node order); else remember that no node had such room."""
     req = preemptor.resreq
-    idle_is_room = policy.idle_is_room
-    pool = (n for n in memo.roomy_in_order(session.node_list)
-            if n.insufficient_future(req) is None
-            and (idle_is_room or n.insufficient_now(req) is not None))
+    if policy.idle_is_room:
+        pool = (n for n in memo.roomy_in_order(session.node_list)
+                if n.insufficient_future(req) is None)
+    else:
+        eligible = _eligible(session, policy, preemptor)
+        pool = (n for n in memo.roomy_in_order(session.node_list)
+                if n.insufficient_future(req) is None
+                and (n.insufficient_now(req) is not None
+                     or any(eligible(t) for t, _ in n.tasks.values())))
     nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool)
     if policy.best_node_first:
         nodes = best_first(session, preemptor, list(nodes))
