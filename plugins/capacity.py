@@ -72,6 +72,13 @@ from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job, Queue, Task
 from vscheduler.plugin import LimitArgument, Plugin
 from vscheduler.plugins.borrowing import NO_TERMS, BorrowTerms, Lending, beyond, read_terms
+from vscheduler.plugins.priority_quota import (
+    NO_CLASS_TERMS,
+    ClassTerms,
+    class_of,
+    class_part,
+    read_class_terms,
+)
 from vscheduler.plugins.queue_quota import (
     QueueFigures,
     QueueUsage,
@@ -193,6 +200,45 @@ class CapacityPlugin(QueueUsage, Plugin):
             for attr in self.queue_figures.values():
                 attr.update_share()
         self._open_lending(session)
+        self._open_classes(session)
+
+    def _open_classes(self, session: SessionView) -> None:
+        """Each queue's quotas per priority class and allowed classes
+        (`priority_quota.py`; a Warning event for an annotation that cannot be used),
+        and what each queue's jobs of each class hold (kept between sessions)."""
+        self.class_terms: dict[str, ClassTerms] = {}
+        self.class_held: dict[str, Resource] = {}
+        self._class_tally = None
+        for name, queue in session.queues.items():
+            terms, problems = read_class_terms(queue)
+            for problem in problems:
+                session.event(f"Queue/{name}", "Warning", "InvalidPriorityQuota", problem)
+            if terms is not NO_CLASS_TERMS:
+                self.class_terms[name] = terms
+        if any(terms.quotas for terms in self.class_terms.values()):
+            self._class_tally = session.tally("priority-class-usage", None, 1, class_part)
+
+    def _class_key(self, job: Job) -> str | None:
+        """The key of what `job`'s queue holds of its priority class, if the queue
+        has quotas per class."""
+        terms = self.class_terms.get(job.queue)
+        if terms is None or not terms.quotas or self._class_tally is None:
+            return None
+        key = f"{job.queue}\0{class_of(job)}"
+        if key not in self.class_held:
+            self.class_held[key] = self._class_tally.sum(key, 0)
+        return key
+
+    def _class_refusal(self, job: Job, request: Resource) -> str | None:
+        """Why `job`'s queue may not take `request` more for it: its class is not
+        allowed there, or its class's quota would be passed."""
+        terms = self.class_terms.get(job.queue)
+        if terms is None:
+            return None
+        refused = terms.refusal(job.queue, class_of(job))
+        if refused is None and (key := self._class_key(job)) is not None:
+            refused = terms.over(job.queue, class_of(job), self.class_held[key], request)
+        return refused
 
     def _open_lending(self, session: SessionView) -> None:
         """Each queue's borrowing terms (`borrowing.py`; a Warning event for an
@@ -365,6 +411,10 @@ class CapacityPlugin(QueueUsage, Plugin):
     @hookimpl
     def job_enqueueable(self, job: Job) -> Vote:
         queue = self.session.queues.get(job.queue)
+        terms = self.class_terms.get(job.queue)
+        refused = terms.refusal(job.queue, class_of(job)) if terms is not None else None
+        if refused is not None:
+            return Reject(refused)
         tree = self.tree
         if tree is None or queue is None:
             return admission(self.session, job, queue, self.figures_of(job.queue))
@@ -417,13 +467,19 @@ class CapacityPlugin(QueueUsage, Plugin):
                                        attr.real_capability, "real capability")
                 if refused:
                     return refused
-            return self._borrow_refusal(queue.name, task.resreq)
+            return (self._borrow_refusal(queue.name, task.resreq)
+                    or self._task_class_refusal(task))
         attr = self.figures_of(queue.name)
         if attr is None:
-            return None
-        return room_refusal(queue.name, attr.allocated, task.resreq, attr.real_capability,
-                            "real capability") or self._borrow_refusal(queue.name,
-                                                                       task.resreq)
+            return self._task_class_refusal(task)
+        return (room_refusal(queue.name, attr.allocated, task.resreq, attr.real_capability,
+                             "real capability")
+                or self._borrow_refusal(queue.name, task.resreq)
+                or self._task_class_refusal(task))
+
+    def _task_class_refusal(self, task: Task) -> str | None:
+        job = self.session.jobs.get(task.job_id)
+        return self._class_refusal(job, task.resreq) if job is not None else None
 
     def _borrow_refusal(self, name: str, request: Resource) -> str | None:
         """Why queue `name` may not take `request` more beyond its deserved amount, by
@@ -464,8 +520,15 @@ class CapacityPlugin(QueueUsage, Plugin):
         no fuller, and evictions may free what a lender lends, so these are judged
         here, once the victims are gone."""
         job = self.session.jobs.get(task.job_id)
-        # (reclaim pipelines without asking allocatable: its borrowing terms hold too)
-        refused = self._borrow_refusal(job.queue, task.resreq) if job is not None else None
+        # (reclaim pipelines without asking allocatable: its borrowing terms and class
+        # quotas hold too)
+        refused = None
+        if job is not None:
+            refused = (self._borrow_refusal(job.queue, task.resreq)
+                       or self._class_refusal(job, task.resreq))
+            key = self._class_key(job)
+            if key is not None:
+                self.class_held[key].add(task.resreq)
         self._lend(task, borrow=True)
         for attr in self._charged(task):
             attr.allocated.add(task.resreq)
@@ -479,6 +542,10 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def deallocate_event(self, task: Task) -> None:
+        job = self.session.jobs.get(task.job_id)
+        key = self._class_key(job) if job is not None else None
+        if key is not None:
+            self.class_held[key].sub(task.resreq)
         self._lend(task, borrow=False)
         for attr in self._charged(task):
             attr.allocated.sub(task.resreq)
