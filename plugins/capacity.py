@@ -201,6 +201,27 @@ class CapacityPlugin(QueueUsage, Plugin):
                 attr.update_share()
         self._open_lending(session)
         self._open_classes(session)
+        self._say_over_limits(session)
+
+    def _say_over_limits(self, session: SessionView) -> None:
+        """A queue holding more than its real capability (its capability or a guarantee
+        was lowered under running pods, or the cluster shrank): a Warning event says so.
+        Nothing is evicted for it: what is beyond is what other queues' reclaim takes
+        first from it, in victim order (lowest priority, then newest, first)."""
+        for name, attr in self.queue_figures.items():
+            if name not in session.queues:
+                continue  # (an implied root)
+            held = attr.allocated
+            over = [n for n in _requested(held)
+                    if held.get(n) - attr.real_capability.get(n) >= MIN_RESOURCE]
+            if over:
+                session.event(
+                    f"Queue/{name}", "Warning", "OverCapability",
+                    f"queue {name} holds more than its real capability: "
+                    + "; ".join(f"{n} {amount_text(n, held.get(n))} > "
+                                f"{amount_text(n, attr.real_capability.get(n))}"
+                                for n in over)
+                    + "; what is beyond may be reclaimed, lowest priority and newest first")
 
     def _open_classes(self, session: SessionView) -> None:
         """Each queue's quotas per priority class and allowed classes

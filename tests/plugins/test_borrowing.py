@@ -225,3 +225,22 @@ def test_the_ledger_lends_in_the_borrowers_order_and_gives_back_from_the_last():
     lending.give_back("c", Resource.from_k8s(gpus(3)))
     assert lending.borrowed["c"]["b"].scalars.get(GPU, 0) == 0
     assert lending.borrowed["c"]["a"].scalars[GPU] == 1000
+
+
+def test_a_capability_lowered_under_running_pods_is_said_and_what_is_over_goes_first():
+    """c's capability drops to 2 GPUs while it runs 4 (two older, two newer pods): a
+    Warning says so and nothing is evicted for it alone; when a needs GPUs, reclaim takes
+    c's newest pods, and only as many as a needs."""
+    running = [pod(f"c-{i}", cpu="1", memory="1Gi", queue="c", node_name="n0",
+                   phase="Running", creation=f"2026-01-01T00:0{i}:00Z", **gpus(1))
+               for i in range(4)]
+    c = queue("c", deserved=gpus(1), capability={"cpu": "64", "memory": "256Gi", GPU: "2"})
+    alone = simulate([*gpu_nodes(1), c, lending_queue("a", 3), *running], CONF)
+    [warning] = [e["message"] for e in alone["events"]
+                 if e["object"] == "Queue/c" and e["reason"] == "OverCapability"]
+    assert warning.startswith("queue c holds more than its real capability: "
+                              "nvidia.com/gpu 4 > 2")
+    assert alone["evictions"] == []
+    wanted = simulate([*gpu_nodes(1), c, lending_queue("a", 3), *running,
+                       *pods("a", "a", 2)], CONF)
+    assert [e["pod"] for e in wanted["evictions"]] == ["default/c-3", "default/c-2"]
