@@ -180,12 +180,17 @@ def test_hierarchy_example(capsys):
     report = _report(capsys, str(ROOT / "examples/hierarchy.yaml"),
                      "--conf", str(ROOT / "conf/hierarchy.conf"))
     jobs = {key.split("/")[1].rsplit("-", 1)[0] for key in report["binds"]}
-    assert jobs == {"llm-finetune", "detector", "chat"}
-    assert set(report["pendingJobs"]) == {"research/misplaced", "vision/segmenter"}
+    assert jobs == {"llm-finetune", "detector", "chat", "embeddings"}
+    # product-batch borrows research-nlp's two unused GPUs (its lending limit), no more
+    assert sum(k.startswith("batch/") for k in report["binds"]) == 2
+    assert set(report["pendingJobs"]) == {"research/misplaced", "vision/segmenter",
+                                          "batch/embeddings"}
+    assert "its lenders (research-nlp) have none of it unused" in \
+        report["pendingJobs"]["batch/embeddings"]["reasons"][0]
     assert report["pendingJobs"]["research/misplaced"]["reasons"][0].startswith(
         "queue research has child queues")
     assert report["pendingJobs"]["vision/segmenter"]["reasons"][0].startswith(
         "queue research-vision: insufficient nvidia.com/gpu")
     gpus = {name: q["allocated"].get("nvidia.com/gpu") for name, q in report["queues"].items()}
-    assert (gpus["research"], gpus["research-nlp"], gpus["research-vision"], gpus["root"]) \
-        == ("8", "4", "4", "12")
+    assert (gpus["research"], gpus["research-nlp"], gpus["research-vision"],
+            gpus["product"], gpus["root"]) == ("8", "4", "4", "6", "14")
