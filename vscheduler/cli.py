@@ -41,7 +41,8 @@ def _simulate(args: argparse.Namespace) -> int:
     for note in manifests.notes:
         print(f"vscheduler: {note}", file=sys.stderr)
     names = tuple(args.scheduler_name or ["vscheduler"])
-    simulation = Simulation(conf, names, args.default_queue, _sampling(args), args.now)
+    simulation = Simulation(conf, names, args.default_queue, _sampling(args), args.now,
+                            session_seconds=args.session_interval)
     simulation.load(manifests.objects, manifests.problems)
     report = simulation.run(args.sessions).as_dict()
     if args.output == "json":
@@ -398,7 +399,12 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--now", type=_time, metavar="TIME",
                           help="the clock at the first session, as an RFC 3339 time "
                                "(default: the newest creationTimestamp in the files); it "
-                               "moves one second a session")
+                               "moves --session-interval a session")
+    simulate.add_argument("--session-interval", type=_duration, default=1.0,
+                          metavar="DURATION",
+                          help="how far the clock moves from one session to the next, "
+                               "as 1s, 10m or 1h: what usage history (fairshare) and "
+                               "timeouts see (default 1s)")
     simulate.add_argument("--output", choices=("text", "json"), default="text",
                           help="report format (default %(default)s)")
     _add_sampling_flags(simulate)

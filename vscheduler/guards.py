@@ -94,8 +94,8 @@ class DurationArgument(Argument):
     __slots__ = ("positive",)
 
     def __init__(self, key: str, type: type, default: Any = None, help: str = "", *,
-                 positive: bool = False) -> None:
-        super().__init__(key, type, default, help)
+                 positive: bool = False, required: bool = False) -> None:
+        super().__init__(key, type, default, help, required=required)
         self.positive = positive
 
     def convert(self, raw: Any) -> Any:

@@ -53,13 +53,18 @@ def _number(raw: Any) -> float | None:
 
 
 class Argument:
-    __slots__ = ("default", "help", "key", "type")
+    """One argument of a plugin or action: its key, type, default and help. A
+    `required` one must be given (a conf without it is refused, saying why)."""
 
-    def __init__(self, key: str, type: type, default: Any = None, help: str = "") -> None:
+    __slots__ = ("default", "help", "key", "required", "type")
+
+    def __init__(self, key: str, type: type, default: Any = None, help: str = "", *,
+                 required: bool = False) -> None:
         self.key = key
         self.type = type
         self.default = default
         self.help = help
+        self.required = required
 
     def matches(self, key: str) -> bool:
         if self.key.endswith(".*"):
@@ -148,6 +153,9 @@ def check_arguments(
             values[key] = spec.convert(raw)
         except ArgumentError as err:
             raise ArgumentError(f"argument {key!r} {err}") from None
+    for spec in declared:
+        if spec.required and spec.key not in (given or {}):
+            raise ArgumentError(f"argument {spec.key!r} is required: {spec.help}")
     return values, unknown
 
 

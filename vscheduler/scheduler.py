@@ -43,6 +43,10 @@ class StatusWriter(Protocol):
     def queue(self, name: str, allocated: Resource) -> None:
         """Write a queue's `status.allocated` (called when it changed)."""
 
+    def queue_annotations(self, name: str, annotations: dict[str, str]) -> None:
+        """Set these annotations on a Queue (what a plugin keeps there across
+        restarts)."""
+
     def pending(self, task: Task, reasons: list[str]) -> None:
         """Say why a pod still waits (its PodScheduled=False condition)."""
 
@@ -119,6 +123,9 @@ class Scheduler:
             if name in cache.queues and not allocated.equal(self._written_queue(name)):
                 self._queues[name] = allocated
                 self.status.queue(name, allocated)
+        for name, written in result.queue_annotations.items():
+            if name in cache.queues:  # (a default queue only in memory has no object)
+                self.status.queue_annotations(name, written)
         for key, reasons in result.pending.items():
             task = cache.tasks.get(key)
             if task is not None:

@@ -3,7 +3,8 @@
 The world moves between sessions as a cluster would: bound pods start running, evicted
 pods terminate and are gone, pipelined pods wait for what they wait on. Its clock starts
 at the newest creationTimestamp in the files (or `now`) and moves one second a session,
-Volcano's default period, so timeouts are decided the same way every run. Decisions are
+Volcano's default period (or `session_seconds`: a usage history replayed over hours),
+so timeouts are decided the same way every run. Decisions are
 applied in memory by the same cache methods the daemon calls when the API server
 confirms them.
 """
@@ -128,11 +129,14 @@ def _job_reasons(pods: list[str], pending: dict[str, list[str]]) -> list[str]:
     return shared + own if len(pods) > 1 else shared
 
 
-def _queue_status(allocated: Resource, cards: dict[str, float] | None) -> dict[str, Any]:
+def _queue_status(allocated: Resource, cards: dict[str, float] | None,
+                  annotations: dict[str, str] | None = None) -> dict[str, Any]:
     status: dict[str, Any] = {"allocated": allocated.to_k8s()}
     if cards is not None:
         status["cards"] = {name: int(count) if float(count).is_integer() else count
                            for name, count in sorted(cards.items())}
+    if annotations:  # (what the run wrote on the Queue: fairshare's usage history)
+        status["annotations"] = dict(sorted(annotations.items()))
     return status
 
 
@@ -158,6 +162,8 @@ class Report:
         self.evictions: list[Eviction] = []
         self.last: SessionResult | None = None
         self.events: dict[tuple[str, str, str, str], int] = {}
+        # the annotations sessions wrote on queues, the last value of each
+        self.queue_annotations: dict[str, dict[str, str]] = {}
 
     def add_event(self, event: Event) -> None:
         key = event.key()
@@ -180,7 +186,8 @@ class Report:
                 uid: {"phase": phase, "conditions": [c.as_dict() for c in conditions]}
                 for uid, (phase, conditions) in sorted(last.podgroups.items())
             },
-            "queues": {name: _queue_status(allocated, last.queue_cards.get(name))
+            "queues": {name: _queue_status(allocated, last.queue_cards.get(name),
+                                           self.queue_annotations.get(name))
                        for name, allocated in sorted(last.queues.items())},
             "events": [
                 {"object": obj, "type": type_, "reason": reason, "message": message,
@@ -215,6 +222,9 @@ class _InMemory:
     def queue(self, name: str, allocated: Resource) -> None:
         pass
 
+    def queue_annotations(self, name: str, annotations: dict[str, str]) -> None:
+        self.report.queue_annotations.setdefault(name, {}).update(annotations)
+
     def pending(self, task: Task, reasons: list[str]) -> None:
         pass
 
@@ -234,8 +244,11 @@ class Simulation:
 
     def __init__(self, conf: SchedulerConf, scheduler_names: tuple[str, ...] = ("vscheduler",),
                  default_queue: str = "default",
-                 node_sampling: NodeSampling | None = None, now: float | None = None) -> None:
+                 node_sampling: NodeSampling | None = None, now: float | None = None, *,
+                 session_seconds: float = 1.0) -> None:
         self.conf = conf
+        # how far the clock moves from one session to the next
+        self.session_seconds = session_seconds
         # seconds since the epoch; None until set by `now` or the files' timestamps
         self.now = now
         self._fixed_start = now is not None
@@ -283,7 +296,7 @@ class Simulation:
         """Let time pass, then run one session and apply its decisions."""
         self._advance()
         if self.report.sessions and self.now is not None:
-            self.now += 1.0
+            self.now += self.session_seconds
         self.report.sessions += 1
         result = self.scheduler.run_once()
         if result is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -412,3 +413,42 @@ def test_without_one_victims_get_their_own_grace_period(server, tmp_path):
     assert "gracePeriodSeconds" not in request.query
     # the pod's terminationGracePeriodSeconds, 30 when it does not say
     assert victim["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+FAIRSHARE = """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: fairshare, arguments: {halfLife: 2s}}, {name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+
+
+def test_the_usage_history_survives_a_restart_of_the_daemon(server: FakeApiServer, tmp_path):
+    """A daemon with fairshare writes queue a's usage history on the Queue while a's pods
+    hold two of the node's three slots (a half-life of 2 s, for the test's sake); a
+    daemon started afresh (a restart, a new leader) reads it back: with both queues'
+    pods waiting for the one free slot, b's goes first (by name, a's would)."""
+    from vscheduler.plugins.fairshare import HISTORY
+
+    # (a-big never fits: something waits, so sessions go on and the history moves)
+    server.create_all([node("n1", cpu="3"), queue("a"), queue("b"),
+                       pod("a-0", cpu="1", queue="a"), pod("a-1", cpu="1", queue="a"),
+                       pod("a-big", cpu="10", queue="a")])
+
+    def written() -> float:
+        annotations = ((server.get("Queue", None, "a") or {}).get("metadata", {})
+                       .get("annotations") or {})
+        return json.loads(annotations[HISTORY])["share"] if HISTORY in annotations else 0.0
+
+    _, stop = start_daemon(server, tmp_path, FAIRSHARE)
+    try:
+        wait_for(lambda: written() > 0.1, timeout=10)
+    finally:
+        stop()
+    server.create_all([pod("b-0", cpu="1", queue="b"), pod("a-2", cpu="1", queue="a")])
+    _, stop = start_daemon(server, tmp_path, FAIRSHARE)
+    try:
+        wait_for(lambda: _bound(server)["b-0"] == 1, timeout=10)
+        assert _bound(server)["a-2"] == 0
+    finally:
+        stop()

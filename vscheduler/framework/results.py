@@ -72,8 +72,8 @@ class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
     __slots__ = ("_podgroups", "binds", "events", "evictions", "nominated", "pending",
-                 "pending_jobs", "pipelined", "podgroup_jobs", "queue_cards", "queues",
-                 "timeouts", "visited_jobs")
+                 "pending_jobs", "pipelined", "podgroup_jobs", "queue_annotations",
+                 "queue_cards", "queues", "timeouts", "visited_jobs")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
@@ -92,6 +92,9 @@ class SessionResult:
         self.queues: dict[str, Resource] = {}
         # queue -> card name -> cards allocated (whole units), from a card-aware plugin
         self.queue_cards: dict[str, dict[str, float]] = {}
+        # Annotations to write on Queues (what a plugin keeps across restarts there:
+        # fairshare's usage history), by queue name; written as the session's decisions.
+        self.queue_annotations: dict[str, dict[str, str]] = {}
         self.events: list[Event] = []
         # PodGroups that passed their scheduleTimeoutSeconds in this session
         self.timeouts: list[str] = []

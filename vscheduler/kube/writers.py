@@ -288,6 +288,15 @@ class KubeWriter:
                         {"status": {"allocated": allocated.to_k8s()}},
                         "application/merge-patch+json")
 
+    def queue_annotations(self, name: str, annotations: dict[str, str]) -> None:
+        if self.dry_run:
+            log.info("Dry run: would annotate queue",
+                     extra=fields(queue=name, annotations=annotations))
+        else:
+            self._patch(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}",
+                        {"metadata": {"annotations": annotations}},
+                        "application/merge-patch+json")
+
     def _patch(self, path: str, body: dict, content_type: str) -> None:
         log.log(V4, "Patching", extra=fields(**_object_of(path), path=path))
         try:

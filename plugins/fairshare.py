@@ -1,0 +1,140 @@
+"""fairshare: queues that held less of the cluster lately are served first.
+
+Each queue has a usage history: the share of the cluster it held, averaged over time
+with a half-life (what it held an hour ago counts half as much, with `halfLife: 1h`),
+so a value between 0 and 1 (its dominant share: the largest fraction of any resource
+of the cluster its pods hold). As a session opens, the history moves on from where
+the last one left it to now: `value = held * (1 - d) + value * d`, `d = 2^(-t /
+halfLife)`, `held` what the queue holds now and `t` the time since. Queue order puts
+the lower value first; put the plugin before the quota plugins (`proportion`,
+`capacity`) for it to split what is beyond the deserved shares, after `priority` only
+if queue priorities are to come first.
+
+Turned on by listing the plugin; `halfLife` is required, above zero: a history with a
+half-life of 0 would be no history, and is refused rather than quietly off.
+
+The history is kept across restarts and leader changes in an annotation on each
+Queue, `elastic.gpu/usage-history: {"share": 0.25, "at": "2026-05-01T10:15:00Z"}`,
+written when it moves by a hundredth or more (or when a queue has none), and read back
+by a scheduler that has none of its own yet. An annotation that cannot be read is
+taken as no history, with a Warning event on the Queue.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from vscheduler.guards import DurationArgument
+from vscheduler.hookspecs import SessionView, hookimpl
+from vscheduler.model import Queue
+from vscheduler.plugin import Plugin
+from vscheduler.plugins.queue_quota import queue_usage
+from vscheduler.resources import Resource, share
+
+__all__ = ["HISTORY", "FairSharePlugin", "History"]
+
+HISTORY = "elastic.gpu/usage-history"
+KEPT = "fairshare.history"
+# The history is written again once it moves by this much (a share of the cluster).
+WRITE_STEP = 0.01
+
+
+class History:
+    """Each queue's (value, at): its averaged share and the time it was brought to;
+    kept between sessions (`session.keep`) while the half-life is the same."""
+
+    __slots__ = ("half_life", "values")
+
+    def __init__(self, half_life: float) -> None:
+        self.half_life = half_life
+        self.values: dict[str, tuple[float, float]] = {}
+
+
+class FairSharePlugin(Plugin):
+    name = "fairshare"
+    arguments = (
+        DurationArgument("halfLife", str, None,
+                         "how fast past usage fades: what a queue held this long ago counts "
+                         "half (a duration above zero, like 1h or 7d as 168h)",
+                         positive=True, required=True),
+    )
+
+    @hookimpl
+    def on_session_open(self, session: SessionView) -> None:
+        self.session = session
+        half_life: float = self.args["halfLife"]
+        history: History = session.keep(KEPT, half_life, lambda: History(half_life))
+        now, total = session.now, session.total_resource
+        held = queue_usage(session)
+        self.values: dict[str, float] = {}
+        for name, queue in session.queues.items():
+            entry = history.values.get(name)
+            if entry is None:
+                entry = self._read(queue, now)
+            value, at = entry
+            allocated = held.sum(name, 0) if name in held.sums else Resource()
+            value = _moved(value, now - at, half_life, _dominant(allocated, total))
+            history.values[name] = (value, now)
+            self.values[name] = value
+            self._write(queue, value, now)
+
+    def _read(self, queue: Queue, now: float) -> tuple[float, float]:
+        """The history a Queue's annotation holds (none: 0, as of now)."""
+        raw = (queue.annotations or {}).get(HISTORY)
+        if raw is None:
+            return 0.0, now
+        try:
+            parsed: Any = json.loads(raw)
+            value = float(parsed["share"])
+            at = datetime.fromisoformat(str(parsed["at"]).replace("Z", "+00:00"))
+            if not (0.0 <= value <= 1.0 and math.isfinite(value)) or at.tzinfo is None:
+                raise ValueError("share must be between 0 and 1, at a time with a zone")
+            return value, min(at.timestamp(), now)
+        except (ValueError, TypeError, KeyError, RecursionError, OverflowError) as err:
+            self.session.event(f"Queue/{queue.name}", "Warning", "InvalidUsageHistory",
+                               f"{HISTORY}: {str(err)[:120]}; taken as no history")
+            return 0.0, now
+
+    def _write(self, queue: Queue, value: float, now: float) -> None:
+        """Ask for the history to be written on the Queue when it moved enough since the
+        annotation was written (or there is none)."""
+        raw = (queue.annotations or {}).get(HISTORY)
+        if raw is not None:
+            try:
+                if abs(float(json.loads(raw)["share"]) - value) < WRITE_STEP:
+                    return
+            except (ValueError, TypeError, KeyError, RecursionError):
+                pass
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.session.result.queue_annotations.setdefault(queue.name, {})[HISTORY] = \
+            json.dumps({"share": round(value, 6), "at": stamp}, sort_keys=True)
+
+    @hookimpl
+    def queue_order(self, left: Queue, right: Queue) -> int:
+        lv, rv = self.values.get(left.name, 0.0), self.values.get(right.name, 0.0)
+        if abs(lv - rv) < 1e-9:
+            return 0
+        return -1 if lv < rv else 1
+
+    @hookimpl
+    def victim_state(self) -> tuple:
+        """The histories the queue order reads (they move with the clock: victim plans
+        are then made afresh each session)."""
+        return tuple(sorted(self.values.items()))
+
+
+def _dominant(allocated: Resource, total: Resource) -> float:
+    """The largest fraction of any resource of the cluster `allocated` holds."""
+    return max((share(allocated.get(n), total.get(n)) for n in allocated.names()
+                if total.get(n) > 0), default=0.0)
+
+
+def _moved(value: float, elapsed: float, half_life: float, held: float) -> float:
+    """The history `elapsed` seconds on, the queue holding `held` meanwhile."""
+    if elapsed <= 0:
+        return value
+    decay = 2.0 ** (-elapsed / half_life)
+    return held * (1.0 - decay) + value * decay
