@@ -203,6 +203,15 @@ class CapacityPlugin(QueueUsage, Plugin):
         self._open_classes(session)
         self._say_over_limits(session)
 
+    def _over_capability(self, name: str) -> bool:
+        """Whether queue `name` holds more than its real capability of something."""
+        attr = self.figures_of(name)
+        if attr is None:
+            return False
+        held = attr.allocated
+        return any(held.get(n) - attr.real_capability.get(n) >= MIN_RESOURCE
+                   for n in _requested(held))
+
     def _say_over_limits(self, session: SessionView) -> None:
         """A queue holding more than its real capability (its capability or a guarantee
         was lowered under running pods, or the cluster shrank): a Warning event says so.
@@ -412,8 +421,12 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     @hookimpl
     def victim_queue_order(self, left: Queue, right: Queue, preemptor_queue: Queue) -> int:
-        """Queues that borrow from the preemptor's queue give first; then, with
+        """Queues holding more than their real capability give first (a quota lowered
+        under them); then those that borrow from the preemptor's queue; then, with
         hierarchy, its closest relatives: siblings, then cousins (0 otherwise)."""
+        lo, ro = self._over_capability(left.name), self._over_capability(right.name)
+        if lo != ro:  # (a lowered quota: what is beyond goes first)
+            return -1 if lo else 1
         lending = self.lending
         if lending is not None:
             lb = lending.borrows_from(left.name, preemptor_queue.name)

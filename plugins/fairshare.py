@@ -5,7 +5,10 @@ with a half-life (what it held an hour ago counts half as much, with `halfLife: 
 so a value between 0 and 1 (its dominant share: the largest fraction of any resource
 of the cluster its pods hold). As a session opens, the history moves on from where
 the last one left it to now: `value = held * (1 - d) + value * d`, `d = 2^(-t /
-halfLife)`, `held` what the queue holds now and `t` the time since. Queue order puts
+halfLife)`, `t` the time since and `held` what the queue held then, which it held all
+along (what a queue holds changes only by what a session decides or the cluster tells,
+and either makes a session run: hours with no session are hours of the same holding);
+then `held` becomes what it holds now. Queue order puts
 the lower value first; put the plugin before the quota plugins (`proportion`,
 `capacity`) for it to split what is beyond the deserved shares, after `priority` only
 if queue priorities are to come first.
@@ -14,10 +17,11 @@ Turned on by listing the plugin; `halfLife` is required, above zero: a history w
 half-life of 0 would be no history, and is refused rather than quietly off.
 
 The history is kept across restarts and leader changes in an annotation on each
-Queue, `elastic.gpu/usage-history: {"share": 0.25, "at": "2026-05-01T10:15:00Z"}`,
-written when it moves by a hundredth or more (or when a queue has none), and read back
-by a scheduler that has none of its own yet. An annotation that cannot be read is
-taken as no history, with a Warning event on the Queue.
+Queue, `elastic.gpu/usage-history: {"share": 0.25, "held": 1.0, "at":
+"2026-05-01T10:15:00Z"}`, written when the share or what the queue holds moves by a
+hundredth or more (or when a queue has none), and read back by a scheduler that has
+none of its own yet, which moves it on from `at` with `held`. An annotation that
+cannot be read is taken as no history, with a Warning event on the Queue.
 """
 
 from __future__ import annotations
@@ -43,14 +47,15 @@ WRITE_STEP = 0.01
 
 
 class History:
-    """Each queue's (value, at): its averaged share and the time it was brought to;
-    kept between sessions (`session.keep`) while the half-life is the same."""
+    """Each queue's (value, held, at): its averaged share, the share it held then, and
+    the time it was brought to; kept between sessions (`session.keep`) while the
+    half-life is the same."""
 
     __slots__ = ("half_life", "values")
 
     def __init__(self, half_life: float) -> None:
         self.half_life = half_life
-        self.values: dict[str, tuple[float, float]] = {}
+        self.values: dict[str, tuple[float, float, float]] = {}
 
 
 class FairSharePlugin(Plugin):
@@ -70,47 +75,64 @@ class FairSharePlugin(Plugin):
         now, total = session.now, session.total_resource
         held = queue_usage(session)
         self.values: dict[str, float] = {}
+        for name in [n for n in history.values if n not in session.queues]:
+            del history.values[name]  # (a queue gone: one made again starts afresh)
         for name, queue in session.queues.items():
             entry = history.values.get(name)
             if entry is None:
                 entry = self._read(queue, now)
-            value, at = entry
+            value, was_held, at = entry
             allocated = held.sum(name, 0) if name in held.sums else Resource()
-            value = _moved(value, now - at, half_life, _dominant(allocated, total))
-            history.values[name] = (value, now)
+            value = _moved(value, now - at, half_life, was_held)
+            holding = _dominant(allocated, total)
+            history.values[name] = (value, holding, now)
             self.values[name] = value
-            self._write(queue, value, now)
+            self._write(queue, value, holding, now)
 
-    def _read(self, queue: Queue, now: float) -> tuple[float, float]:
+    def _read(self, queue: Queue, now: float) -> tuple[float, float, float]:
         """The history a Queue's annotation holds (none: 0, as of now)."""
+        parsed = self._parse(queue, warn=True)
+        if parsed is None:
+            return 0.0, 0.0, now
+        value, held, at = parsed
+        return value, held, min(at, now)
+
+    def _parse(self, queue: Queue, warn: bool = False) -> tuple[float, float, float] | None:
+        """(share, held, at) as the Queue's annotation writes them; None if there is
+        none, or one that cannot be read (with `warn`, a Warning event says so)."""
         raw = (queue.annotations or {}).get(HISTORY)
         if raw is None:
-            return 0.0, now
+            return None
         try:
             parsed: Any = json.loads(raw)
-            value = float(parsed["share"])
+            value, held = float(parsed["share"]), float(parsed.get("held", 0.0))
             at = datetime.fromisoformat(str(parsed["at"]).replace("Z", "+00:00"))
-            if not (0.0 <= value <= 1.0 and math.isfinite(value)) or at.tzinfo is None:
-                raise ValueError("share must be between 0 and 1, at a time with a zone")
-            return value, min(at.timestamp(), now)
-        except (ValueError, TypeError, KeyError, RecursionError, OverflowError) as err:
-            self.session.event(f"Queue/{queue.name}", "Warning", "InvalidUsageHistory",
-                               f"{HISTORY}: {str(err)[:120]}; taken as no history")
-            return 0.0, now
+            if not all(0.0 <= x <= 1.0 and math.isfinite(x) for x in (value, held)) \
+                    or at.tzinfo is None:
+                raise ValueError("share and held must be between 0 and 1, at a time "
+                                 "with a zone")
+            return value, held, at.timestamp()
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError,
+                OverflowError) as err:
+            if warn:
+                self.session.event(f"Queue/{queue.name}", "Warning",
+                                   "InvalidUsageHistory",
+                                   f"{HISTORY}: {str(err)[:120]}; taken as no history")
+            return None
 
-    def _write(self, queue: Queue, value: float, now: float) -> None:
-        """Ask for the history to be written on the Queue when it moved enough since the
-        annotation was written (or there is none)."""
-        raw = (queue.annotations or {}).get(HISTORY)
-        if raw is not None:
-            try:
-                if abs(float(json.loads(raw)["share"]) - value) < WRITE_STEP:
-                    return
-            except (ValueError, TypeError, KeyError, RecursionError):
-                pass
+    def _write(self, queue: Queue, value: float, held: float, now: float) -> None:
+        """Ask for the history to be written on the Queue when the share or what the
+        queue holds moved enough since the annotation was written (or there is none):
+        a scheduler that reads it back moves it on from there."""
+        if HISTORY in (queue.annotations or {}):
+            written = self._parse(queue)
+            if written is not None and abs(written[0] - value) < WRITE_STEP \
+                    and abs(written[1] - held) < WRITE_STEP:
+                return
         stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.session.result.queue_annotations.setdefault(queue.name, {})[HISTORY] = \
-            json.dumps({"share": round(value, 6), "at": stamp}, sort_keys=True)
+            json.dumps({"share": round(value, 6), "held": round(held, 6), "at": stamp},
+                       sort_keys=True)
 
     @hookimpl
     def queue_order(self, left: Queue, right: Queue) -> int:

@@ -11,6 +11,7 @@ confirms them.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -299,6 +300,8 @@ class Simulation:
             self.now += self.session_seconds
         self.report.sessions += 1
         result = self.scheduler.run_once()
+        if result is not None:
+            self._annotate_queues(result.queue_annotations)
         if result is None:
             # Nothing to do: the state is the last session's, with nothing decided.
             result = SessionResult()
@@ -308,6 +311,16 @@ class Simulation:
                 result.queue_cards = self.report.last.queue_cards
         self.report.last = result
         return result
+
+    def _annotate_queues(self, written: dict[str, dict[str, str]]) -> None:
+        """Annotations sessions wrote on Queues reach the cache as the watch would bring
+        them back to the daemon (a new Queue object)."""
+        for name, added in written.items():
+            queue = self.cache.queues.get(name)
+            if queue is not None:
+                updated = copy.copy(queue)
+                updated.annotations = {**(queue.annotations or {}), **added}
+                self.cache.add_queue(updated)
 
     def _advance(self) -> None:
         """Bound pods start running; evicted pods terminate and are gone."""

@@ -164,7 +164,7 @@ def borrowing_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_no_queue_holds_more_than_its_limits_allow_and_none_falls_below_protected(objects):
     """On generated clusters, after each session: a queue that limits its borrowing
     holds no more GPUs beyond its deserved amount than its max-borrow; reclaim never
-    took a queue below its protected part; the ledger agrees with a recount."""
+    took a queue below its protected part."""
     simulation = Simulation(parse_conf(CONF, "test"))
     simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
     queues = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Queue"}
@@ -244,3 +244,19 @@ def test_a_capability_lowered_under_running_pods_is_said_and_what_is_over_goes_f
     wanted = simulate([*gpu_nodes(1), c, lending_queue("a", 3), *running,
                        *pods("a", "a", 2)], CONF)
     assert [e["pod"] for e in wanted["evictions"]] == ["default/c-3", "default/c-2"]
+
+
+@pytest.mark.parametrize("c_first", [True, False])
+def test_a_queue_over_its_capability_gives_before_one_that_is_only_over_its_share(c_first):
+    """c (capability 2) runs 3, d (no capability) runs 3 beyond its share of 1; a needs
+    one GPU: it is c's, whichever queue's pods are older."""
+    c = queue("c", deserved=gpus(1), capability={"cpu": "64", "memory": "256Gi", GPU: "2"})
+    d = queue("d", deserved=gpus(1))
+    c_start, d_start = (0, 5) if c_first else (5, 0)
+    objects = [*gpu_nodes(1, each=6), c, d, lending_queue("a", 4), *pods("a", "a", 1)]
+    for name, start in (("c", c_start), ("d", d_start)):
+        objects += [pod(f"{name}-{i}", cpu="1", memory="1Gi", queue=name, node_name="n0",
+                        phase="Running", creation=f"2026-01-01T00:0{start + i}:00Z",
+                        **gpus(1)) for i in range(3)]
+    report = simulate(objects, CONF)
+    assert [e["queue"] for e in report["evictions"]] == ["c"]

@@ -105,3 +105,38 @@ def test_the_history_moves_toward_what_is_held_by_half_each_half_life():
     assert _moved(0.0, 3600.0, 3600.0, 1.0) == pytest.approx(0.5)
     assert _moved(1.0, 7200.0, 3600.0, 0.0) == pytest.approx(0.25)
     assert _moved(0.3, 0.0, 3600.0, 1.0) == 0.3
+
+
+def test_hours_with_no_session_count_what_the_queue_held_all_along():
+    """a's gang holds the cluster for ten hours in which nothing changes (sessions
+    have nothing to do and are skipped); then it finishes. Its history says it held
+    nearly all of the cluster, not that it was idle."""
+    simulation = run([*cluster(), *gang("old", "a")], conf(), sessions=11,
+                     interval=3600.0)
+    for key in list(simulation.cache.tasks):
+        simulation.cache.delete_pod(key)
+    simulation.step()
+    written = simulation.report.as_dict()["queues"]["a"]["annotations"][HISTORY]
+    assert json.loads(written)["share"] > 0.99
+
+
+def test_a_restart_moves_the_history_on_with_what_the_queue_held():
+    """Read back ten hours after it was written, with the queue holding the whole
+    cluster then: the history moves on as if a scheduler had watched all along."""
+    history = json.dumps({"share": 0.1, "held": 1.0, "at": START})
+    simulation = Simulation(parse_conf(conf(), "test"), now=START_SECONDS + 36000.0)
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(
+        [*cluster({"a": history}), *gang("b1", "b")])])
+    simulation.step()
+    written = simulation.report.as_dict()["queues"]["a"]["annotations"][HISTORY]
+    assert json.loads(written)["share"] > 0.99
+
+
+@pytest.mark.parametrize("raw", [
+    '{"share": 1' + "0" * 400 + ', "at": "2026-01-01T00:00:00Z"}',
+    '{"share": 0.5, "at": "not a time"}', '[1, 2]', "{" * 200, '{"share": -1, "at": 5}'])
+def test_an_unreadable_history_is_a_warning_and_no_crash(raw):
+    simulation = run([*cluster({"a": raw}), *gang("a1", "a"), *gang("b1", "b")], conf())
+    assert simulation.report.binds
+    assert any(e["object"] == "Queue/a" and e["reason"] == "InvalidUsageHistory"
+               for e in simulation.report.as_dict()["events"])
