@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,18 @@ def _outcome(text: str, libyaml: bool, max_depth: int = textinput.MAX_DEPTH) -> 
     return results
 
 
+# PyYAML's pure-Python scanner refuses a '?' inside a plain scalar in flow context
+# (`{a?b: 1}`), which the YAML spec and libyaml accept: the one difference between the
+# two readers this project leaves alone (the wheels of PyYAML carry libyaml).
+_FLOW_QUESTION_MARK = re.compile(r"raised line \d+: expected ',' or '[}\]]', but got '\?'")
+
+
 def _same_both_ways(text: str) -> list[str]:
-    fast = _outcome(text, libyaml=True)
-    assert fast == _outcome(text, libyaml=False), text[:200]
+    fast, slow = _outcome(text, libyaml=True), _outcome(text, libyaml=False)
+    if fast != slow and slow and _FLOW_QUESTION_MARK.fullmatch(slow[-1]) \
+            and fast[:len(slow) - 1] == slow[:-1]:
+        return fast
+    assert fast == slow, text[:200]
     return fast
 
 
