@@ -260,3 +260,19 @@ def test_a_queue_over_its_capability_gives_before_one_that_is_only_over_its_shar
                         **gpus(1)) for i in range(3)]
     report = simulate(objects, CONF)
     assert [e["queue"] for e in report["evictions"]] == ["c"]
+
+
+def test_a_borrowed_gang_is_taken_back_whole():
+    """c's gang of two (minMember 2) runs on GPUs lent by a; a's pod needs one GPU back:
+    the gang goes whole (breaking it would leave one pod holding a GPU for nothing),
+    and d's pods, lent by nobody, stay."""
+    from tests.builders import podgroup
+
+    objects = [*gpu_nodes(1), lending_queue("a", 2), lending_queue("c", 0, borrow_from="a"),
+               lending_queue("d", 2), podgroup("g", 2, queue="c", phase="Running"),
+               *[pod(f"g-{i}", cpu="1", memory="1Gi", group="g", queue="c", node_name="n0",
+                     phase="Running", **gpus(1)) for i in range(2)],
+               *pods("d", "d", 2, on="n0"), *pods("a", "a", 1)]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == ["default/g-0", "default/g-1"]
+    assert placed(report, "a") == 1
