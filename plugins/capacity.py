@@ -68,6 +68,9 @@ queue-allocation scheduling gate, which this scheduler does not have.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job, Queue, Task
 from vscheduler.plugin import LimitArgument, Plugin
@@ -86,6 +89,7 @@ from vscheduler.plugins.queue_quota import (
     priority_first,
     queue_usage,
     room_refusal,
+    total_guarantee,
 )
 from vscheduler.queue_tree import ROOT, QueueTree
 from vscheduler.quota import (
@@ -236,15 +240,10 @@ class CapacityPlugin(QueueUsage, Plugin):
         """Each queue's quotas per priority class and allowed classes
         (`priority_quota.py`; a Warning event for an annotation that cannot be used),
         and what each queue's jobs of each class hold (kept between sessions)."""
-        self.class_terms: dict[str, ClassTerms] = {}
+        self.class_terms: dict[str, ClassTerms] = _queue_terms(
+            session, read_class_terms, NO_CLASS_TERMS, "InvalidPriorityQuota")
         self.class_held: dict[str, Resource] = {}
         self._class_tally = None
-        for name, queue in session.queues.items():
-            terms, problems = read_class_terms(queue)
-            for problem in problems:
-                session.event(f"Queue/{name}", "Warning", "InvalidPriorityQuota", problem)
-            if terms is not NO_CLASS_TERMS:
-                self.class_terms[name] = terms
         if any(terms.quotas for terms in self.class_terms.values()):
             self._class_tally = session.tally("priority-class-usage", None, 1, class_part)
 
@@ -273,26 +272,18 @@ class CapacityPlugin(QueueUsage, Plugin):
     def _open_lending(self, session: SessionView) -> None:
         """Each queue's borrowing terms (`borrowing.py`; a Warning event for an
         annotation that cannot be used), and who lends what to whom."""
-        self.terms: dict[str, BorrowTerms] = {}
+        self.terms: dict[str, BorrowTerms] = _queue_terms(session, read_terms, NO_TERMS,
+                                                          "InvalidBorrowing")
         self.lending: Lending | None = None
-        for name, queue in session.queues.items():
-            terms, problems = read_terms(queue)
-            for problem in problems:
-                session.event(f"Queue/{name}", "Warning", "InvalidBorrowing", problem)
-            if terms is not NO_TERMS:
-                self.terms[name] = terms
         if not self.terms:
             return
-        total_guarantee = Resource()
-        for queue in session.queues.values():
-            if queue.guarantee is not None:
-                total_guarantee.add(queue.guarantee)
+        guarantees = total_guarantee(session)
         for terms in self.terms.values():  # (a lender with no jobs lends all it deserves)
             for lender in terms.lenders:
                 queue = session.queues.get(lender)
                 if queue is not None and lender not in self.queue_figures:
                     attr = WrittenDeservedFigures(queue, session.total_resource,
-                                                  total_guarantee)
+                                                  guarantees)
                     attr.update_share()
                     self.queue_figures[lender] = attr
         self.lending = Lending(self.terms, self.queue_figures)
@@ -766,6 +757,20 @@ class CapacityPlugin(QueueUsage, Plugin):
             if allocated.get(name) > deserved.get(name):
                 return True
         return False
+
+
+def _queue_terms(session: SessionView, read: Callable[[Queue], tuple[Any, list[str]]],
+                 none: Any, reason: str) -> dict[str, Any]:
+    """What `read` makes of each queue's annotations, for the queues that say something;
+    each problem a Warning event with `reason` on its Queue (the annotation ignored)."""
+    found = {}
+    for name, queue in session.queues.items():
+        terms, problems = read(queue)
+        for problem in problems:
+            session.event(f"Queue/{name}", "Warning", reason, problem)
+        if terms is not none:
+            found[name] = terms
+    return found
 
 
 def _over_on_every_resource(attr: QueueFigures, request: Resource) -> list[str] | None:

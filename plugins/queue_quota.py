@@ -27,7 +27,7 @@ from vscheduler.resources import Resource, share
 from vscheduler.tally import Part, Tally
 
 __all__ = ["QueueFigures", "QueueUsage", "admission", "priority_first", "queue_usage",
-           "room_refusal"]
+           "room_refusal", "total_guarantee"]
 
 
 class QueueFigures:
@@ -132,6 +132,15 @@ def _job_usage(job: Job) -> Part:
     return job.queue, (allocated, request, inqueue, elastic)
 
 
+def total_guarantee(session: SessionView) -> Resource:
+    """What every queue is guaranteed, summed (the real capabilities leave it aside)."""
+    total = Resource()
+    for queue in session.queues.values():
+        if queue.guarantee is not None:
+            total.add(queue.guarantee)
+    return total
+
+
 def queue_usage(session: SessionView) -> Tally:
     """What each queue's jobs hold, ask, have admitted and could give back (allocated,
     request, inqueue, elastic), summed by queue and kept between sessions
@@ -149,10 +158,7 @@ class QueueUsage:
     def open_queues(self, session: SessionView, figures_type: type[QueueFigures]) -> None:
         """The figures of every queue that has jobs in the session, from the jobs' sums
         kept between sessions (`vscheduler.tally`; proportion and capacity share them)."""
-        total_guarantee = Resource()
-        for queue in session.queues.values():
-            if queue.guarantee is not None:
-                total_guarantee.add(queue.guarantee)
+        guarantees = total_guarantee(session)
         usage = queue_usage(session)
         self.queue_figures = {}
         for name in sorted(usage.sums):
@@ -160,7 +166,7 @@ class QueueUsage:
             if queue is None:
                 continue
             figures = self.queue_figures[name] = figures_type(
-                queue, session.total_resource, total_guarantee)
+                queue, session.total_resource, guarantees)
             allocated, request, inqueue, elastic = usage.sums[name]
             figures.allocated = allocated.clone()
             figures.request = request.clone()

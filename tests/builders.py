@@ -24,6 +24,16 @@ tiers:
 - plugins: [{name: predicates}, {name: nodeorder}]
 """
 
+# capacity deciding who gives in reclaim: gang and conformance offer no victims (as in
+# conf/tidal-reclaim.conf), and enqueue admits by capacity's rules
+CAPACITY_RECLAIM_CONF = """
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false,
+            enableReclaimable: false}, {name: conformance, enableReclaimable: false}]
+- plugins: [{name: predicates}, {name: capacity}, {name: nodeorder}]
+"""
+
 PREEMPT_CONF = """
 actions: "allocate, backfill, preempt"
 tiers:

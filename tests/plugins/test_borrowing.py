@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import node, pod, queue, simulate
+from tests.builders import CAPACITY_RECLAIM_CONF, node, pod, queue, simulate
 from tests.invariants import run_checked
 from vscheduler.conf import parse_conf
 from vscheduler.model import TaskStatus
@@ -20,15 +20,7 @@ from vscheduler.plugins.borrowing import Lending, read_terms
 from vscheduler.simulate import Simulation
 
 GPU = "nvidia.com/gpu"
-# (gang and conformance offer no victims: capacity's reclaim rules decide, as in
-# conf/tidal-reclaim.conf)
-CONF = """
-actions: "enqueue, allocate, backfill, reclaim"
-tiers:
-- plugins: [{name: priority}, {name: gang, enablePreemptable: false,
-            enableReclaimable: false}, {name: conformance, enableReclaimable: false}]
-- plugins: [{name: predicates}, {name: capacity}, {name: nodeorder}]
-"""
+CONF = CAPACITY_RECLAIM_CONF
 
 
 def gpus(n: int | str) -> dict[str, str]:

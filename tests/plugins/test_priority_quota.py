@@ -10,7 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import node, pod, podgroup, priority_class, queue, simulate
+from tests.builders import (
+    CAPACITY_RECLAIM_CONF,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+    simulate,
+)
 from tests.invariants import run_checked
 from vscheduler.conf import parse_conf
 from vscheduler.simulate import Simulation
@@ -18,13 +26,7 @@ from vscheduler.simulate import Simulation
 GPU = "nvidia.com/gpu"
 QUOTAS = "elastic.gpu/priority-quotas"
 CLASSES = "elastic.gpu/priority-classes"
-CONF = """
-actions: "enqueue, allocate, backfill, reclaim"
-tiers:
-- plugins: [{name: priority}, {name: gang, enablePreemptable: false,
-            enableReclaimable: false}, {name: conformance, enableReclaimable: false}]
-- plugins: [{name: predicates}, {name: capacity}, {name: nodeorder}]
-"""
+CONF = CAPACITY_RECLAIM_CONF
 CLASS_VALUES = {"production": 1000, "high": 100, "normal": 10}
 
 
