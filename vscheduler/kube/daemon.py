@@ -10,6 +10,9 @@ start of the next, as Volcano's.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import logging
 import os
 import queue
@@ -38,6 +41,18 @@ from vscheduler.scheduler import Scheduler
 __all__ = ["Daemon"]
 
 log = logging.getLogger(__name__)
+
+
+def release_free_memory() -> None:
+    """Ask the C allocator to hand freed memory back to the system (glibc's
+    `malloc_trim`); nothing where there is no such call."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        trim = None
+    if trim is not None:
+        trim(0)
 
 
 class Daemon:
@@ -102,7 +117,17 @@ class Daemon:
             while not reflector.synced.wait(0.05):
                 if self.stop.is_set() or time.monotonic() >= deadline:
                     return False
+        self._settle_listing()
         return True
+
+    def _settle_listing(self) -> None:
+        """Once every kind is listed: the objects read go into the cache, and what
+        listing left behind (pages, parse temporaries) is collected and handed back to
+        the system before the first session copies the cache: at 150,000 pods that
+        keeps the peak a few MiB lower."""
+        self._drain()
+        gc.collect()
+        release_free_memory()
 
     def _drain(self) -> None:
         while True:
