@@ -120,3 +120,34 @@ def test_get_podgroup_shows_the_phase_reach_running_through_volcanos_columns(
     assert got[:4] == ["g", "Running", "2", "2"]
     patches = server.requests("PATCH", r"/podgroups/g")
     assert patches and not [r for r in patches if r.path.endswith("/status")]
+
+
+def test_describe_queue_shows_a_mended_tree_and_get_shows_the_usage_history(
+        server: FakeApiServer, kubectl, tmp_path: Path):
+    """A queue naming a parent that does not exist: `kubectl describe queue` shows the
+    Warning that says what was assumed; the usage history fairshare keeps is on the
+    Queue for `kubectl get -o json` (and for the next leader) to read."""
+    from tests.builders import queue
+    from tests.kube.conftest import start_daemon
+    from vscheduler.plugins.fairshare import HISTORY
+
+    conf = """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: fairshare, arguments: {halfLife: 1h}}, {name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+"""
+    server.create_all([node("n1", cpu="2"), queue("orphan", parent="ghost"),
+                       pod("p", cpu="1", queue="orphan")])
+    _, stop = start_daemon(server, tmp_path, conf)
+    try:
+        described = wait_for(lambda: (text := kubectl("describe", "queue", "orphan"))
+                             and "InvalidQueueTree" in text and text, timeout=10)
+        events = _section(described, "Events:")
+        assert "Warning  InvalidQueueTree" in events
+        assert "parent queue ghost does not exist" in events
+        written = wait_for(lambda: json.loads(kubectl("get", "queue", "orphan", "-o", "json"))
+                           ["metadata"].get("annotations", {}).get(HISTORY), timeout=10)
+        assert set(json.loads(written)) == {"share", "held", "at"}
+    finally:
+        stop()
