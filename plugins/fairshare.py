@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from vscheduler.guards import DurationArgument
@@ -90,45 +91,28 @@ class FairSharePlugin(Plugin):
             self._write(queue, value, holding, now)
 
     def _read(self, queue: Queue, now: float) -> tuple[float, float, float]:
-        """The history a Queue's annotation holds (none: 0, as of now)."""
-        parsed = self._parse(queue, warn=True)
+        """The history a Queue's annotation holds (none, or one that cannot be read:
+        0, as of now; a Warning event says why)."""
+        raw = (queue.annotations or {}).get(HISTORY)
+        parsed = _parsed(raw) if raw is not None else None
+        if isinstance(parsed, str):
+            self.session.event(f"Queue/{queue.name}", "Warning", "InvalidUsageHistory",
+                               f"{HISTORY}: {parsed}; taken as no history")
+            parsed = None
         if parsed is None:
             return 0.0, 0.0, now
         value, held, at = parsed
         return value, held, min(at, now)
 
-    def _parse(self, queue: Queue, warn: bool = False) -> tuple[float, float, float] | None:
-        """(share, held, at) as the Queue's annotation writes them; None if there is
-        none, or one that cannot be read (with `warn`, a Warning event says so)."""
-        raw = (queue.annotations or {}).get(HISTORY)
-        if raw is None:
-            return None
-        try:
-            parsed: Any = json.loads(raw)
-            value, held = float(parsed["share"]), float(parsed.get("held", 0.0))
-            at = datetime.fromisoformat(str(parsed["at"]).replace("Z", "+00:00"))
-            if not all(0.0 <= x <= 1.0 and math.isfinite(x) for x in (value, held)) \
-                    or at.tzinfo is None:
-                raise ValueError("share and held must be between 0 and 1, at a time "
-                                 "with a zone")
-            return value, held, at.timestamp()
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError,
-                OverflowError) as err:
-            if warn:
-                self.session.event(f"Queue/{queue.name}", "Warning",
-                                   "InvalidUsageHistory",
-                                   f"{HISTORY}: {str(err)[:120]}; taken as no history")
-            return None
-
     def _write(self, queue: Queue, value: float, held: float, now: float) -> None:
         """Ask for the history to be written on the Queue when the share or what the
         queue holds moved enough since the annotation was written (or there is none):
         a scheduler that reads it back moves it on from there."""
-        if HISTORY in (queue.annotations or {}):
-            written = self._parse(queue)
-            if written is not None and abs(written[0] - value) < WRITE_STEP \
-                    and abs(written[1] - held) < WRITE_STEP:
-                return
+        raw = (queue.annotations or {}).get(HISTORY)
+        written = _parsed(raw) if raw is not None else None
+        if isinstance(written, tuple) and abs(written[0] - value) < WRITE_STEP \
+                and abs(written[1] - held) < WRITE_STEP:
+            return
         stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.session.result.queue_annotations.setdefault(queue.name, {})[HISTORY] = \
             json.dumps({"share": round(value, 6), "held": round(held, 6), "at": stamp},
@@ -146,6 +130,24 @@ class FairSharePlugin(Plugin):
         """The histories the queue order reads (they move with the clock: victim plans
         are then made afresh each session)."""
         return tuple(sorted(self.values.items()))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(raw: str) -> tuple[float, float, float] | str:
+    """(share, held, at) as an annotation writes them, or why it cannot be read. Read
+    once per text: every session compares each queue's annotation with its history."""
+    try:
+        parsed: Any = json.loads(raw)
+        value, held = float(parsed["share"]), float(parsed.get("held", 0.0))
+        at = datetime.fromisoformat(str(parsed["at"]).replace("Z", "+00:00"))
+        if not all(0.0 <= x <= 1.0 and math.isfinite(x) for x in (value, held)) \
+                or at.tzinfo is None:
+            raise ValueError("share and held must be between 0 and 1, at a time with "
+                             "a zone")
+        return value, held, at.timestamp()
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError,
+            OverflowError) as err:
+        return str(err)[:120]
 
 
 def _dominant(allocated: Resource, total: Resource) -> float:
