@@ -22,8 +22,14 @@ from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.search import NodeSearch
 from vscheduler.framework.session import Session
 from vscheduler.framework.statement import Statement
+from vscheduler.framework.topology_placement import (
+    DomainRoom,
+    allocate_by_topology,
+    domain_errors,
+)
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
 from vscheduler.plugin import Action, Argument
+from vscheduler.topology import Domain
 
 S = TaskStatus
 
@@ -39,6 +45,10 @@ class Allocate(Action):
     def execute(self, session: Session) -> None:
         self._search = NodeSearch(session, Node.insufficient_future, Node.insufficient_now,
                                   fit_index(session))
+        # Searches within topology domains, by domain name, and the domains' free room
+        # (for gangs with a network topology: framework/topology_placement.py).
+        self._domain_searches: dict[str, NodeSearch] = {}
+        self._room = DomainRoom(session, session.topology) if session.topology else None
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
         waiting: dict[str, list[Job]] = {}  # queue -> its jobs to place, queued below
         tasks_of: dict[str, PriorityQueue[Task]] = {}
@@ -85,7 +95,11 @@ class Allocate(Action):
                 continue
             job = jobs.pop()
             tasks = tasks_of[job.uid]
-            statement = self._allocate_tasks(session, job, queue, tasks)
+            if self._room is not None and job.spec.network_topology is not None:
+                statement = allocate_by_topology(session, job, queue, tasks,
+                                                 self._allocate_tasks, self._room)
+            else:
+                statement = self._allocate_tasks(session, job, queue, tasks)
             if statement is not None and session.job_ready(job):
                 statement.commit()
                 if tasks:
@@ -95,7 +109,9 @@ class Allocate(Action):
             queues.push(queue)
 
     def _allocate_tasks(self, session: Session, job: Job, queue: Queue,
-                        tasks: PriorityQueue[Task]) -> Statement | None:
+                        tasks: PriorityQueue[Task], domain: Domain | None = None
+                        ) -> Statement | None:
+        """Place `job`'s tasks, a gang at a time, on any node or within `domain`'s."""
         statement = session.statement()
         use_cache = self.args.get("predicateErrorCacheEnable", True)
         known: dict[str, dict[str, Unfit]] = {}
@@ -116,7 +132,10 @@ class Allocate(Action):
                 if job.need_continue_allocating():
                     continue
                 break
-            node, errors = self._find_node(session, task, known if use_cache else None)
+            if domain is None:
+                node, errors = self._find_node(session, task, known if use_cache else None)
+            else:
+                node, errors = self._find_in_domain(session, task, domain)
             if node is None:
                 job.fit_errors[task.uid] = errors
                 if job.need_continue_allocating():
@@ -153,6 +172,24 @@ class Allocate(Action):
         if not feasible:
             return None, errors
         return _best_node(session, task, feasible), errors
+
+
+    def _find_in_domain(self, session: Session, task: Task, domain: Domain
+                        ) -> tuple[Node | None, NodeFitErrors]:
+        """The node for `task` within `domain`: every node of it judged (no sampling),
+        with a search kept per domain for the tasks of its signature."""
+        search = self._domain_searches.get(domain.name)
+        if search is None:
+            within = [session.nodes[name] for name in domain.nodes if name in session.nodes]
+            search = self._domain_searches[domain.name] = NodeSearch(
+                session, Node.insufficient_future, Node.insufficient_now, within=within)
+        found = search.best(task)
+        if found is None:
+            within = search.within or []
+            feasible, errors = predicate_nodes(session, task, within, Node.insufficient_future)
+            found = (_best_node(session, task, feasible) if feasible else None), errors
+        node, errors = found
+        return node, (errors if node is not None else domain_errors(domain, errors))
 
 
 def _best_node(session: Session, task: Task, feasible: list[Node]) -> Node:

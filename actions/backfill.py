@@ -13,6 +13,7 @@ from functools import cmp_to_key
 from vscheduler.fit import NodeFitErrors
 from vscheduler.framework.placement import placeable_tasks, predicate_nodes, select_best_node
 from vscheduler.framework.session import Session
+from vscheduler.framework.topology_placement import confined
 from vscheduler.model import Job, Node, TaskStatus
 from vscheduler.plugin import Action, Argument
 
@@ -31,7 +32,7 @@ class Backfill(Action):
                 if job.count(S.PENDING) and not job.is_pending()
                 and queues[job.queue].is_open() and not job.count(S.ALLOCATED)
                 and any(t.best_effort for t in placeable_tasks(job))
-                and session.job_valid(job) is None]
+                and session.job_valid(job) is None and not confined(session, job)]
 
         def order(left: Job, right: Job) -> int:
             if left.queue != right.queue:

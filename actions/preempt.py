@@ -31,6 +31,7 @@ from vscheduler.framework.eviction import (
 from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
+from vscheduler.framework.topology_placement import confined
 from vscheduler.model import PREEMPTABLE_STATUSES, Job, Queue
 from vscheduler.plugin import Action
 
@@ -57,7 +58,7 @@ class Preempt(Action):
         for job in session.waiting_jobs:
             if job.is_pending() or session.job_valid(job) is not None:
                 continue
-            if not session.job_starving(job):
+            if not session.job_starving(job) or confined(session, job):
                 continue
             starving.setdefault(job.queue, PriorityQueue(session.job_less)).push(job)
             under_request.setdefault(job.queue, []).append(job)

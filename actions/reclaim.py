@@ -26,6 +26,7 @@ from vscheduler.framework.eviction import (
 from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
+from vscheduler.framework.topology_placement import confined
 from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.plugin import Action
 
@@ -52,7 +53,7 @@ class Reclaim(Action):
             if queue.name not in seen:
                 seen.add(queue.name)
                 queues.push(queue)
-            if session.job_starving(job):
+            if session.job_starving(job) and not confined(session, job):
                 starving.setdefault(queue.name, PriorityQueue(session.job_less)).push(job)
         while queues:
             queue = queues.pop()

@@ -25,7 +25,7 @@ from vscheduler.model import (
     TaskStatus,
 )
 from vscheduler.objects import QUEUE_NAME_ANNOTATION, ParsedPod
-from vscheduler.specs import DisruptionBudget, NodeSpec, PodGroupSpec
+from vscheduler.specs import DisruptionBudget, HyperNodeSpec, NodeSpec, PodGroupSpec
 
 __all__ = ["Cache", "Snapshot"]
 
@@ -37,9 +37,9 @@ KEPT_IDLE_SESSIONS = 20
 class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
-    __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "jobs", "kept",
-                 "node_specs", "nodes", "priority_classes", "queues", "restated", "serial",
-                 "skipped", "waiting", "warnings")
+    __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "hypernodes", "jobs",
+                 "kept", "node_specs", "nodes", "priority_classes", "queues", "restated",
+                 "serial", "skipped", "topology_key", "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -60,6 +60,10 @@ class Snapshot:
         # PodDisruptionBudgets, by namespace then name: which victims would break one
         # (guards.split_by_budgets)
         self.budgets = budgets
+        # HyperNodes, by name, and what says when they or the nodes last changed (the
+        # session's topology is built again only then: `Session.topology`)
+        self.hypernodes: tuple[HyperNodeSpec, ...] = ()
+        self.topology_key: tuple[int, int] = (0, node_specs)
         # What changed since the snapshot this one was built from (see `vscheduler.tally`):
         # its number `serial`, the number of that earlier one `base` (0 if none: then
         # nothing is known of changes), and the uids of jobs and names of nodes copied
@@ -94,6 +98,8 @@ class Cache:
         self._implied_queue: Queue | None = None  # the default queue when none is listed
         self.priority_classes: dict[str, PriorityClass] = {}
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> budget
+        self.hypernodes: dict[str, HyperNodeSpec] = {}
+        self.hypernode_changes = 0  # (Snapshot.topology_key)
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
         # The last snapshot, whose unchanged copies the next one hands on, and the task
         # copies of its jobs by pod key.
@@ -273,6 +279,16 @@ class Cache:
         self.generation += 1
         self.budgets.pop(key, None)
 
+    def add_hypernode(self, hypernode: HyperNodeSpec) -> None:
+        self.generation += 1
+        self.hypernode_changes += 1
+        self.hypernodes[hypernode.name] = hypernode
+
+    def delete_hypernode(self, name: str) -> None:
+        self.generation += 1
+        self.hypernode_changes += 1
+        self.hypernodes.pop(name, None)
+
     # ---------------------------------------------------------------- decisions
 
     def _move(self, task: Task, status: Status, node_name: str) -> None:
@@ -408,6 +424,8 @@ class Cache:
         oldest = self._serial - KEPT_IDLE_SESSIONS
         for name in [n for n, v in self.kept.items() if getattr(v, "serial", oldest) < oldest]:
             del self.kept[name]
+        snapshot.hypernodes = tuple(self.hypernodes[name] for name in sorted(self.hypernodes))
+        snapshot.topology_key = (self.hypernode_changes, self.node_specs)
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
         snapshot.restated = copies.restated
         snapshot.kept = self.kept

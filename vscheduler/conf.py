@@ -37,7 +37,7 @@ tiers:
 # so Volcano confs load unchanged.
 _OTHER_VOLCANO_FLAGS = {
     "enableBestNode", "enableTargetJob", "enableReservedNodes", "enabledVictim",
-    "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined",
+    "enabledSubJobReady", "enabledSubJobPipelined",
     "enabledSubJobOrder", "enabledHyperNodeGradient", "enableHierarchy",
     "enabledClusterOrder",
 }

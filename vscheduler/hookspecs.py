@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from vscheduler.model import Job, Node, PriorityClass, Queue, Task
     from vscheduler.resources import Resource
     from vscheduler.tally import Part, Tally
+    from vscheduler.topology import Domain, Topology
 
 __all__ = ["ABSTAIN", "ENABLE_FLAGS", "PERMIT", "RULES", "Reject", "Rule", "SessionView",
            "hookimpl", "hookspec"]
@@ -121,6 +122,7 @@ class SessionView(Protocol):
     jobs: dict[str, Job]
     nodes: dict[str, Node]
     node_list: list[Node]
+    node_changes: list[str]  # names of the nodes whose pods changed this session, in order
     queues: dict[str, Queue]
     priority_classes: dict[str, PriorityClass]
     node_specs: Any  # changes whenever a node's labels or allocatable change
@@ -128,6 +130,10 @@ class SessionView(Protocol):
     total_used: Resource  # what pods on the nodes use, summed, as the session opened
     action_names: list[str]  # the conf's actions, in order
     result: SessionResult  # what the session reports (a plugin adds its own figures)
+    # The network topology gangs are placed by (`vscheduler.topology`): the HyperNodes'
+    # tree, or None without any. A plugin may set one at open (one built from node
+    # labels, say) where the cluster has no HyperNodes.
+    topology: Topology | None
 
     def event(self, object: str, type: str, reason: str, message: str) -> None:
         """Record a Kubernetes Event (`object` is `Kind/namespace/name`)."""
@@ -162,6 +168,7 @@ ENABLE_FLAGS: dict[str, str] = {
     "predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
     "batch_node_order": "enableNodeOrder",
+    "domain_order": "enabledHyperNodeOrder",
     "job_ready": "enableJobReady",
     "job_pipelined": "enableJobPipelined",
     "job_enqueueable": "enableJobEnqueued",
@@ -275,6 +282,15 @@ def task_signature(task: Task) -> Hashable:
 def batch_node_order(task: Task, nodes: list[Node]) -> dict[str, float]:
     """Scores for several candidate nodes at once, by node name, for scorers that
     normalise over the candidates."""
+
+
+@_spec(Rule.SUM)
+def domain_order(job: Job, domain: Domain) -> float:
+    """A score for placing `job`'s pending gang within topology domain `domain` (a
+    HyperNode; higher is better), asked before the gang is tried there: allocate tries
+    a tier's domains best first and keeps the first that holds the gang. Read only the
+    domain's nodes as they are and the job: the answer must not change while they do
+    not."""
 
 
 # --------------------------------------------------------------------------- jobs

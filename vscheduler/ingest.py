@@ -15,6 +15,7 @@ from vscheduler.objects import (
     PODGROUP_GROUPS,
     BadObject,
     parse_disruption_budget,
+    parse_hypernode,
     parse_node,
     parse_pod,
     parse_podgroup,
@@ -35,8 +36,9 @@ READ_GROUPS: dict[str, tuple[str, ...]] = {
     "Queue": ("scheduling.volcano.sh",),
     "PriorityClass": ("scheduling.k8s.io",),
     "PodDisruptionBudget": ("policy",),
+    "HyperNode": ("topology.volcano.sh",),
 }
-CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass"})
+CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "HyperNode"})
 # Kubernetes' longest name (a DNS subdomain), and the most an Event's note holds: what a
 # Warning about an object keeps of a name or a message that a file makes longer.
 _NAME_LIMIT = 253
@@ -68,6 +70,7 @@ _PARSERS: dict[str, Callable[[dict, float], Any]] = {
     "Queue": parse_queue,
     "PriorityClass": lambda obj, order: parse_priority_class(obj),
     "PodDisruptionBudget": lambda obj, order: parse_disruption_budget(obj),
+    "HyperNode": lambda obj, order: parse_hypernode(obj),
 }
 _PUT: dict[str, Callable[[Cache, Any], None]] = {
     "Pod": Cache.add_pod,
@@ -76,6 +79,7 @@ _PUT: dict[str, Callable[[Cache, Any], None]] = {
     "Queue": Cache.add_queue,
     "PriorityClass": Cache.add_priority_class,
     "PodDisruptionBudget": Cache.add_disruption_budget,
+    "HyperNode": Cache.add_hypernode,
 }
 
 

@@ -19,7 +19,15 @@ from vscheduler.matching import NODE_NAME_FIELD
 from vscheduler.model import PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
-from vscheduler.specs import DisruptionBudget, NodeSpec, Pod, PodGroupSpec
+from vscheduler.specs import (
+    DisruptionBudget,
+    HyperNodeMember,
+    HyperNodeSpec,
+    NetworkTopology,
+    NodeSpec,
+    Pod,
+    PodGroupSpec,
+)
 from vscheduler.textinput import TextError, brief, load_json
 
 __all__ = [
@@ -31,6 +39,7 @@ __all__ = [
     "NodeSpec",
     "PodGroupSpec",
     "parse_disruption_budget",
+    "parse_hypernode",
     "parse_node",
     "parse_pod",
     "parse_podgroup",
@@ -523,7 +532,82 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         counts=(_count(status, "running"), _count(status, "succeeded"),
                 _count(status, "failed")),
         schedule_timeout=timeout,
+        network_topology=_network_topology(spec.get("networkTopology"),
+                                           "spec.networkTopology"),
     )
+
+
+def _network_topology(raw: Any, where: str) -> NetworkTopology | None:
+    """A `networkTopology` block: mode hard (the default) or soft, and at most one of
+    highestTierAllowed and highestTierName (Volcano's admission refuses both)."""
+    if raw is None:
+        return None
+    block = _map(raw, where)
+    mode = _text(block.get("mode"), f"{where}.mode", "hard")
+    if mode not in ("hard", "soft"):
+        raise BadObject(f"{where}.mode: must be hard or soft, got {brief(mode)}")
+    tier = _int(block.get("highestTierAllowed"), f"{where}.highestTierAllowed")
+    if tier is not None and tier < 0:
+        raise BadObject(f"{where}.highestTierAllowed: must be 0 or more, got {tier}")
+    name = block.get("highestTierName")
+    if name is not None:
+        name = _text(name, f"{where}.highestTierName", "") or None
+    if tier is not None and name is not None:
+        raise BadObject(f"{where}: highestTierAllowed and highestTierName cannot both be set")
+    return NetworkTopology(mode, tier, name)
+
+
+def parse_hypernode(obj: dict) -> HyperNodeSpec:
+    """A `topology.volcano.sh/v1alpha1` HyperNode: its tier (0 or more), tier name and
+    members, each a Node or a HyperNode chosen by exactly one of exactMatch, regexMatch
+    (a pattern that must compile) and labelMatch (nodes only, as Volcano reads it)."""
+    _, name, _ = metadata(obj)
+    spec = _map(obj.get("spec"), "spec")
+    tier = _int(spec.get("tier"), "spec.tier")
+    if tier is None or tier < 0:
+        raise BadObject(f"spec.tier: must be 0 or more, got {brief(spec.get('tier'))}")
+    members = []
+    for i, raw in enumerate(_list(spec.get("members"), "spec.members")):
+        members.append(_hypernode_member(raw, f"spec.members[{i}]"))
+    return HyperNodeSpec(name=name, tier=tier,
+                         tier_name=_text(spec.get("tierName"), "spec.tierName", ""),
+                         members=tuple(members))
+
+
+def _hypernode_member(raw: Any, where: str) -> HyperNodeMember:
+    member = _map(raw, where)
+    kind = member.get("type")
+    if kind not in ("Node", "HyperNode"):
+        raise BadObject(f"{where}.type: must be Node or HyperNode, got {brief(kind)}")
+    selector = _map(member.get("selector"), f"{where}.selector")
+    given = [key for key in ("exactMatch", "regexMatch", "labelMatch") if key in selector]
+    if len(given) != 1:
+        raise BadObject(f"{where}.selector: exactly one of exactMatch, regexMatch and "
+                        "labelMatch must be set")
+    way = _map(selector[given[0]], f"{where}.selector.{given[0]}")
+    if given[0] == "exactMatch":
+        name = _text(way.get("name"), f"{where}.selector.exactMatch.name", "")
+        if not name:
+            raise BadObject(f"{where}.selector.exactMatch.name: missing")
+        return HyperNodeMember(kind, name=name)
+    if given[0] == "regexMatch":
+        pattern = _text(way.get("pattern"), f"{where}.selector.regexMatch.pattern", "")
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise BadObject(f"{where}.selector.regexMatch.pattern: {err}") from None
+        if not pattern:
+            raise BadObject(f"{where}.selector.regexMatch.pattern: missing")
+        return HyperNodeMember(kind, pattern=pattern)
+    expressions = _expressions(way.get("matchExpressions"),
+                               f"{where}.selector.labelMatch.matchExpressions")
+    for i, (_, operator, values) in enumerate(expressions):
+        if operator not in _LABEL_OPERATORS or (operator in ("In", "NotIn")) != bool(values):
+            raise BadObject(f"{where}.selector.labelMatch.matchExpressions[{i}]: In and NotIn "
+                            "take values, Exists and DoesNotExist none")
+    return HyperNodeMember(kind, match_labels=_str_map(way.get("matchLabels"),
+                                                       f"{where}.selector.labelMatch.matchLabels"),
+                           match_expressions=tuple(expressions))
 
 
 def _count(status: dict, key: str) -> int:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from vscheduler.resources import Resource
 
-__all__ = ["Affinity", "ConditionSpec", "DisruptionBudget", "NodeSpec", "Pod", "PodGroupSpec",
-           "pod_index"]
+__all__ = ["Affinity", "ConditionSpec", "DisruptionBudget", "HyperNodeMember", "HyperNodeSpec",
+           "NetworkTopology", "NodeSpec", "Pod", "PodGroupSpec", "pod_index"]
 
 # Node affinity terms: a list of terms (ORed), each a list of (key, operator, values)
 # expressions (ANDed).
@@ -88,6 +88,19 @@ class Pod:
         object.__setattr__(self, "index", pod_index(self.name))
 
 
+@dataclass(frozen=True, slots=True)
+class NetworkTopology:
+    """How closely a gang's pods must sit (a PodGroup's `spec.networkTopology`): `hard`
+    keeps every pod within one HyperNode of at most `highest_tier` (or of the tier named
+    `highest_tier_name`), `soft` prefers the smallest domain that holds the gang and
+    falls back to the whole cluster. A hard limit without a tier that resolves is no
+    limit (Volcano's rule)."""
+
+    mode: str = "hard"
+    highest_tier: int | None = None
+    highest_tier_name: str | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PodGroupSpec:
     """What the scheduler reads of a PodGroup; a job holds it (`Job.spec`). A pod without
@@ -117,6 +130,8 @@ class PodGroupSpec:
     api_version: str = VOLCANO_PODGROUP
     uid: str = ""
     resource_version: str = ""
+    # spec.networkTopology (None: the job may go anywhere)
+    network_topology: NetworkTopology | None = None
     # Its status as read: the job starts from these.
     phase: str = "Pending"
     conditions: tuple[ConditionSpec, ...] = ()
@@ -166,3 +181,28 @@ class DisruptionBudget:
     def selector_empty(self) -> bool:
         """No requirement at all: such a budget covers no pod (kube-scheduler's reading)."""
         return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNodeMember:
+    """One member of a HyperNode: a node or a HyperNode (`kind`), chosen by exact name
+    (`name`), by a regular expression searched in names (`pattern`), or by node labels
+    (`match_labels` and `match_expressions`, for nodes only). Exactly one way is set."""
+
+    kind: str  # "Node" or "HyperNode"
+    name: str | None = None
+    pattern: str | None = None
+    match_labels: Mapping[str, str] | None = None
+    match_expressions: tuple[LabelExpression, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HyperNodeSpec:
+    """What the scheduler reads of a `topology.volcano.sh/v1alpha1` HyperNode: a network
+    domain (a leaf switch, a rack, a block) at a `tier` (lower: closer), named by
+    `tier_name` if it says, and its members (`vscheduler.topology` builds the tree)."""
+
+    name: str
+    tier: int
+    tier_name: str = ""
+    members: tuple[HyperNodeMember, ...] = ()

@@ -23,6 +23,7 @@ from vscheduler.conf import PluginOption, SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.combine import COMBINATORS
 from vscheduler.framework.session import Session
+from vscheduler.topology import Domain
 from vscheduler.hookspecs import ABSTAIN, ENABLE_FLAGS, PERMIT, RULES, Reject, Rule, hookimpl
 
 CLUSTER = [
@@ -159,6 +160,7 @@ HOOKS: dict[str, Hook] = {
     "pre_predicate": Hook(UNFITS, lambda s: s.pre_predicate(task(s))),
     "predicate": Hook(UNFITS, lambda s: s.predicate(task(s), s.nodes["n1"])),
     "node_order": Hook(SCORES, lambda s: s.node_order(task(s), s.nodes["n1"])),
+    "domain_order": Hook(SCORES, lambda s: s.domain_order(job(s), Domain("d", 1))),
     "task_signature": Hook(
         st.integers(0, 3), lambda s: s.task_signature(task(s)),
         lambda answer, bare, n: (bare.task_signature(task(bare)), *answer) if n

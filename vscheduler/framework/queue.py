@@ -44,6 +44,17 @@ class PriorityQueue(Generic[T]):
     def pop(self) -> T:
         return self._items.pop()
 
+    def adopt(self, other: PriorityQueue[T]) -> None:
+        """Take on what is left in `other` (a copy this queue's dry run kept)."""
+        self._items = other._items
+
+    def copy(self) -> PriorityQueue[T]:
+        """The same items in the same order, popped independently (a dry run's)."""
+        clone = PriorityQueue.__new__(PriorityQueue)
+        clone._less = self._less
+        clone._items = list(self._items)
+        return clone
+
     def __len__(self) -> int:
         return len(self._items)
 

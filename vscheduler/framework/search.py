@@ -20,7 +20,7 @@ change with them); such tasks are searched afresh each time.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
@@ -74,10 +74,16 @@ class NodeSearch:
     def __init__(self, session: Session,
                  fits_future: Callable[[Node, Resource], str | None],
                  fits_now: Callable[[Node, Resource], str | None],
-                 fit_index: FitIndex | None = None) -> None:
+                 fit_index: FitIndex | None = None,
+                 within: Sequence[Node] | None = None) -> None:
         if fit_index is not None and fits_future is not Node.insufficient_future:
             raise ValueError("a fit index knows the nodes with room by "
                              "Node.insufficient_future: search with it, or without the index")
+        if fit_index is not None and within is not None:
+            raise ValueError("a search within some nodes judges each of them: no fit index")
+        # The nodes searched: all of the session's (sampled), or only `within` (a
+        # topology domain's, every one judged).
+        self.within = within
         self.session = session
         self.fits_future = fits_future
         self.fits_now = fits_now
@@ -101,7 +107,7 @@ class NodeSearch:
             self._sample(entry)
         elif entry.shared:
             self._refresh(entry)
-            if not entry.feasible and entry.tried < len(session.node_list):
+            if not entry.feasible and entry.tried < self._count():
                 self._sample(entry)
         if entry.shared and session.has_batch_node_order:
             self._check_batch(entry)
@@ -114,6 +120,10 @@ class NodeSearch:
 
     # ---------------------------------------------------------------- internals
 
+    def _count(self) -> int:
+        within = self.within
+        return len(self.session.node_list) if within is None else len(within)
+
     def _sample(self, entry: _Entry) -> None:
         """Try nodes from the rotating offset until enough are feasible. With a fit
         index, only the nodes with room and not refused statically are tried, in the
@@ -121,6 +131,9 @@ class NodeSearch:
         only when asked (`_explain`)."""
         session = self.session
         nodes = session.node_list
+        if self.within is not None:
+            self._judge_within(entry)
+            return
         count = len(nodes)
         window = SamplingWindow(session, count)
         wanted, start = window.wanted, window.start
@@ -158,6 +171,21 @@ class NodeSearch:
         if feasible:
             self._rank(entry, feasible)
         entry.position = len(session.node_changes)
+
+    def _judge_within(self, entry: _Entry) -> None:
+        """Judge every node of `within` not judged yet (no sampling: a domain is
+        small, and a gang must see all of it)."""
+        covered = entry.covered
+        feasible = []
+        for node in self.within or ():
+            if not covered[node.position]:
+                covered[node.position] = 1
+                if self._judge(entry, node):
+                    feasible.append(node)
+        entry.tried = len(self.within or ())
+        if feasible:
+            self._rank(entry, feasible)
+        entry.position = len(self.session.node_changes)
 
     def _explain(self, entry: _Entry) -> None:
         """Write the verdicts of the nodes a sample passed by (see `_sample`): each

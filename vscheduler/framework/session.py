@@ -29,6 +29,7 @@ from vscheduler.hookspecs import RULES, Reject
 from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
 from vscheduler.tally import Part, Tally, kept_tally, kept_value
+from vscheduler.topology import Domain, Topology, from_hypernodes
 
 # The hooks that order victims (eviction.victim_order) besides those that offer them.
 ORDER_HOOKS = ("task_order", "job_order", "queue_order", "victim_queue_order")
@@ -99,6 +100,11 @@ class Session:
         # Node sampling for the actions' node searches, and where the next one starts.
         self.node_sampling = node_sampling or NodeSampling()
         self.node_offset = 0
+        self.topology: Topology | None = None
+        if snapshot.hypernodes:
+            nodes = {node.name: node.labels for node in self.node_list}
+            self.topology = self.keep("session.topology", snapshot.topology_key,
+                                      lambda: from_hypernodes(snapshot.hypernodes, nodes))
         self.plugins: dict[str, Any] = {}
         self.result = SessionResult()
         # Why tasks and jobs could not be placed, by uid (framework.close reads them).
@@ -126,6 +132,9 @@ class Session:
                         per_tier[tier_index].append(getattr(plugin, hook))
         self._bind_hooks(tiers)
         self.on_session_open(self)
+        if self.topology is not None:
+            for name, problem in self.topology.problems:
+                self.event(f"HyperNode/{name}", "Warning", "InvalidTopology", problem)
 
     def tally(self, name: str, token: Hashable, width: int,
               count: Callable[[Any], Part | None], over: str = "jobs") -> Tally:
@@ -196,6 +205,8 @@ class Session:
         self._victim_state = combine("victim_state", [
             [fn for fn in tier if fn.__self__ in deciders]
             for tier in tiers.get("victim_state", [])])
+        self.domain_order: Callable[[Job, Domain], float] = bound["domain_order"]
+        self.has_domain_order = bool(flat("domain_order"))
         self.has_batch_node_order = bool(flat("batch_node_order"))
         self.has_node_order = bool(flat("node_order")) or self.has_batch_node_order
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from vscheduler.cache import Cache
-from vscheduler.ingest import parse_object, put_object
+from vscheduler.ingest import READ_GROUPS, parse_object, put_object
 from vscheduler.model import ALLOCATED_STATUSES
 from vscheduler.objects import BadObject, ParsedPod, metadata
 from vscheduler.textinput import brief
@@ -34,7 +34,7 @@ def read_event(kind: str, event_type: str, obj: dict) -> Any:
     """What the cache takes of one event, read without the cache (a watch thread may):
     for ADDED / MODIFIED, what `ingest.parse_object` reads; nothing for DELETED. Raises
     BadObject for an object that cannot be read."""
-    if kind not in KINDS:
+    if kind not in READ_GROUPS:
         raise BadObject(f"kind {brief(kind)} is not watched")
     if event_type == "DELETED":
         return None
@@ -81,3 +81,5 @@ def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:
         cache.delete_priority_class(name)
     elif kind == "PodDisruptionBudget":
         cache.delete_disruption_budget(f"{namespace}/{name}")
+    elif kind == "HyperNode":
+        cache.delete_hypernode(name)

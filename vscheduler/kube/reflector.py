@@ -34,9 +34,11 @@ log = logging.getLogger(__name__)
 Sink = Callable[[str, str, dict], None]
 
 # Kinds watched only where discovery shows their CRD served, as (kind, (group, version,
-# plural, namespaced)): scheduler-plugins' coscheduling PodGroup is read as a PodGroup.
+# plural, namespaced)): scheduler-plugins' coscheduling PodGroup is read as a PodGroup;
+# Volcano's HyperNodes exist only where its topology CRD is installed.
 OPTIONAL_KINDS: tuple[tuple[str, tuple[str, str, str, bool]], ...] = (
     ("PodGroup", ("scheduling.x-k8s.io", "v1alpha1", "podgroups", True)),
+    ("HyperNode", ("topology.volcano.sh", "v1alpha1", "hypernodes", False)),
 )
 
 

@@ -1,0 +1,185 @@
+"""Placing a gang by network topology (`vscheduler.topology`): allocate's path for a job
+whose PodGroup asks for one (`spec.networkTopology`).
+
+A gang limited to tier T is tried in the domains of tier T and below, lowest tier first
+(the closest placement that holds it wins over a wider one), and within a tier in the
+order of the plugins' `domain_order` scores, best first, then by name. The first domain
+where the whole gang gets ready (or pipelined) takes it; each failed try is a dry run,
+discarded. This is Volcano's choice (it tries every domain of the tier and keeps the
+best scored that worked) at the cost of trying until the first success: the scores are
+asked before the gang is placed, so the best scored that works is the first that works.
+
+A domain is tried only if its nodes' free room, summed, could hold what the gang still
+needs (`DomainRoom`): most domains of a busy cluster are passed by without a try.
+
+A job with pods already placed stays near them: it is tried only within the widest
+domain around them that its tier allows (Volcano's rule); one whose pods already span a
+wider domain waits, saying so. Soft mode asks for the top tier: the smallest domain that
+holds the gang first, and the whole cluster last, so it is never refused for topology.
+
+Evictions do not place by topology yet: reclaim, preempt and backfill leave a job with a
+hard limit below the top to allocate (`confined`), so no action places a pod of one
+outside its domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from vscheduler.fit import NodeFitErrors
+from vscheduler.framework.queue import PriorityQueue
+from vscheduler.framework.statement import Statement
+from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
+from vscheduler.resources import Resource
+from vscheduler.topology import Domain, Topology
+
+if TYPE_CHECKING:
+    from vscheduler.framework.session import Session
+
+__all__ = ["DomainRoom", "allocate_by_topology", "confined", "domain_errors"]
+
+_PLACED = ALLOCATED_STATUSES | TaskStatus.PIPELINED
+
+# (session, job, queue, its tasks, the domain to place them in or None: anywhere) ->
+# the statement if the job got ready or pipelined (else it is discarded and None)
+Place = Callable[["Session", Job, Queue, PriorityQueue[Task], Domain | None], Statement | None]
+
+
+def confined(session: Session, job: Job) -> bool:
+    """Whether `job` must stay within a domain below the top (a hard limit that
+    resolves to a lower tier): only allocate places its pods."""
+    topology = session.topology
+    if topology is None or job.spec.network_topology is None:
+        return False
+    limit = topology.limit(job.spec.network_topology)
+    return limit is not None and limit < topology.max_tier
+
+
+def allocate_by_topology(session: Session, job: Job, queue: Queue,
+                         tasks: PriorityQueue[Task], place: Place,
+                         room: DomainRoom) -> Statement | None:
+    """Place `job`'s tasks within one domain its topology allows (see the module)."""
+    topology = session.topology
+    assert topology is not None
+    limit = topology.limit(job.spec.network_topology)
+    if limit is None:
+        return place(session, job, queue, tasks, None)
+    if not topology.ready:
+        problems = "; ".join(why for _, why in topology.problems)
+        session.explain_job(job, f"HyperNodes are not ready for scheduling: {problems}")
+        return None
+    placed = [t.node_name for t in job.tasks_in(_PLACED) if t.node_name]
+    root = topology.top
+    if placed:
+        held = topology.holding(placed)
+        widest = topology.widest_allowed(held, limit) if held is not None else None
+        if widest is None:
+            session.explain_job(job, (
+                f"its pods already span HyperNode {held.name if held else '?'} of tier "
+                f"{held.tier if held else '?'}, above the highest tier it allows ({limit})"))
+            return None
+        root = widest
+    lacking, least = _least_request(job)
+    tried = False
+    for group in topology.candidates(root, limit):
+        ranked = [d for d in group if placed or room.may_hold(d, least)]
+        if len(ranked) > 1 and session.has_domain_order:
+            scores = {d.name: session.domain_order(job, d) for d in ranked}
+            ranked.sort(key=lambda d: (-scores[d.name], d.name))
+        for domain in ranked:
+            tried = True
+            job.fit_errors = {}  # (this domain's reasons only, as a fresh try)
+            trial = tasks.copy()
+            statement = place(session, job, queue, trial,
+                              None if domain is topology.top else domain)
+            if statement is not None:
+                tasks.adopt(trial)
+                return statement
+    if not tried:
+        session.explain_job(job, (
+            f"no HyperNode of tier {limit} or lower has free room for the {lacking} "
+            f"pod{'s' if lacking != 1 else ''} the gang still needs"))
+    return None
+
+
+def domain_errors(domain: Domain, errors: NodeFitErrors) -> NodeFitErrors:
+    """`errors` headed by the domain they were found in (Volcano's words)."""
+    headed = errors.copy()
+    headed.error = (f"In hyperNode {domain.name}: 0/{len(domain.nodes)} nodes are "
+                    "available")
+    return headed
+
+
+def _least_request(job: Job) -> tuple[int, Resource]:
+    """How many pods the gang still needs to get ready (one at least), and a floor under
+    what they ask: each counted at the smallest request among its pending pods (per
+    resource)."""
+    pending = list(job.tasks_in(TaskStatus.PENDING))
+    if not pending:
+        return 0, Resource()
+    smallest = pending[0].resreq.clone()
+    for task in pending[1:]:
+        request = task.resreq
+        smallest.cpu = min(smallest.cpu, request.cpu)
+        smallest.memory = min(smallest.memory, request.memory)
+        smallest.scalars = {name: min(amount, request.scalars.get(name, 0.0))
+                            for name, amount in smallest.scalars.items()}
+    lacking = min(max(job.min_available - job.ready_task_num(), 1), len(pending))
+    total = Resource()
+    for _ in range(lacking):
+        total.add(smallest)
+    return lacking, total
+
+
+class DomainRoom:
+    """The free room of each domain (what its nodes' future idle adds up to), counted
+    when first asked and then kept up to date from the session's log of changed nodes."""
+
+    def __init__(self, session: Session, topology: Topology) -> None:
+        self.session = session
+        self.topology = topology
+        self.sums: dict[str, Resource] = {}
+        self.counted: dict[str, Resource] = {}  # node -> its future idle as counted
+        self.position = len(session.node_changes)
+
+    def may_hold(self, domain: Domain, request: Resource) -> bool:
+        """Whether `request` fits in `domain`'s free room, summed (a floor: the gang may
+        still not fit node by node)."""
+        return request.first_insufficient(self.room(domain)) is None
+
+    def room(self, domain: Domain) -> Resource:
+        self._refresh()
+        total = self.sums.get(domain.name)
+        if total is None:
+            total = self.sums[domain.name] = Resource()
+            nodes = self.session.nodes
+            for name in domain.nodes:
+                node = nodes.get(name)
+                if node is not None:
+                    total.add(self._count(node))
+        return total
+
+    def _count(self, node: Node) -> Resource:
+        counted = self.counted.get(node.name)
+        if counted is None:
+            counted = self.counted[node.name] = node.future_idle()
+        return counted
+
+    def _refresh(self) -> None:
+        changes = self.session.node_changes
+        if self.position >= len(changes):
+            self.position = len(changes)
+            return
+        nodes, containing = self.session.nodes, self.topology.containing
+        for name in dict.fromkeys(changes[self.position:]):
+            old = self.counted.pop(name, None)
+            node = nodes.get(name)
+            if old is None or node is None:
+                continue  # (never counted: no sum holds it yet)
+            new = self._count(node)
+            for domain in (*containing.get(name, ()), self.topology.top):
+                total = self.sums.get(domain.name)
+                if total is not None:
+                    total.sub(old).add(new)
+        self.position = len(changes)
