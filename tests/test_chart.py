@@ -74,6 +74,8 @@ CLUSTER_GRANTS = {
     # Volcano's PodGroup CRD has no status subresource: status is patched on the object.
     ("scheduling.volcano.sh", "podgroups", "patch"),
     *(("policy", "poddisruptionbudgets", verb) for verb in ("get", "list", "watch")),
+    # Volcano's network topology: read only (its controllers or an administrator write it).
+    *(("topology.volcano.sh", "hypernodes", verb) for verb in ("get", "list", "watch")),
 }
 LEASE_GRANTS = {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")}
 
@@ -492,30 +494,42 @@ def assert_structural(schema: dict, where: str) -> None:
 def test_crds(chart: helm.Chart) -> None:
     assert "CustomResourceDefinition" not in kinds(manifests(chart))
     crds = crd_schemas(chart)
-    assert set(crds) == {"Queue", "PodGroup"}
+    assert set(crds) == {"Queue", "PodGroup", "HyperNode"}
     assert crds["Queue"]["metadata"]["name"] == "queues.scheduling.volcano.sh"
     assert crds["Queue"]["spec"]["scope"] == "Cluster"
     assert crds["PodGroup"]["metadata"]["name"] == "podgroups.scheduling.volcano.sh"
     assert crds["PodGroup"]["spec"]["scope"] == "Namespaced"
+    assert crds["HyperNode"]["metadata"]["name"] == "hypernodes.topology.volcano.sh"
+    assert crds["HyperNode"]["spec"]["scope"] == "Cluster"
     fields = {
         "Queue": ({"weight", "capability", "deserved", "guarantee", "reclaimable", "priority",
                    "parent"}, {"state", "allocated"}),
         "PodGroup": ({"minMember", "minTaskMember", "minResources", "queue",
                       "priorityClassName", "scheduleTimeoutSeconds"},
                      {"phase", "conditions", "running", "succeeded", "failed"}),
+        "HyperNode": ({"tier", "tierName", "members"}, {"conditions", "nodeCount"}),
     }
     for kind, crd in crds.items():
-        assert crd["spec"]["group"] == "scheduling.volcano.sh"
         assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
         [version] = crd["spec"]["versions"]
-        assert version["name"] == "v1beta1" and version["served"] and version["storage"]
-        # As Volcano's own CRDs: a status subresource for Queue, none for PodGroup.
+        assert version["served"] and version["storage"]
+        # As Volcano's own CRDs: a status subresource for Queue and HyperNode, none for
+        # PodGroup.
         assert version["subresources"] == ({} if kind == "PodGroup" else {"status": {}})
         schema = version["schema"]["openAPIV3Schema"]
         assert_structural(schema, kind)
         spec, status = schema["properties"]["spec"], schema["properties"]["status"]
         assert set(spec["properties"]) == fields[kind][0]
         assert set(status["properties"]) == fields[kind][1]
+        if kind == "HyperNode":
+            # Every field of Volcano's HyperNode is declared: nothing is kept unchecked.
+            assert crd["spec"]["group"] == "topology.volcano.sh"
+            assert version["name"] == "v1alpha1"
+            assert "x-kubernetes-preserve-unknown-fields" not in spec
+            assert "x-kubernetes-preserve-unknown-fields" not in status
+            continue
+        assert crd["spec"]["group"] == "scheduling.volcano.sh"
+        assert version["name"] == "v1beta1"
         # Fields vscheduler does not read (Volcano's others) are kept, not pruned.
         assert spec["x-kubernetes-preserve-unknown-fields"] is True
         assert status["x-kubernetes-preserve-unknown-fields"] is True
@@ -526,6 +540,23 @@ def test_crds(chart: helm.Chart) -> None:
     unkept = manifests(chart, {"crds": {"install": True, "keep": False}})
     assert all("annotations" not in obj["metadata"] for obj in unkept
                if obj["kind"] == "CustomResourceDefinition")
+
+
+def test_the_real_helm_renders_the_hypernode_crd_only_when_asked(tmp_path: Path) -> None:
+    """`helm template` (the binary) renders the HyperNode CRD with crds.install, beside
+    the Queue and PodGroup CRDs, and none of them without: a cluster with Volcano keeps
+    Volcano's own."""
+    def crd_names(values: dict[str, Any]) -> set[str]:
+        rendered = real_helm("template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+                             values=values, tmp_path=tmp_path)
+        assert rendered.returncode == 0, rendered.stderr
+        return {doc["metadata"]["name"] for doc in yaml.safe_load_all(rendered.stdout)
+                if doc and doc["kind"] == "CustomResourceDefinition"}
+
+    assert crd_names({}) == set()
+    assert crd_names({"crds": {"install": True}}) == {
+        "hypernodes.topology.volcano.sh", "queues.scheduling.volcano.sh",
+        "podgroups.scheduling.volcano.sh"}
 
 
 def example_objects(kind: str) -> list[dict]:
@@ -560,6 +591,57 @@ def test_crd_schemas_accept_the_examples_and_reject_nonsense(
             "metadata": {"name": "x"}}
     for fields in bad:
         assert not validator.is_valid({**base, **fields}), fields
+
+
+# HyperNodes as Volcano's documentation shows them: tier 1 by exact names, by a regular
+# expression and by labels; tier 2 over HyperNodes.
+HYPERNODES = [
+    {"tier": 1, "tierName": "switch", "members": [
+        {"type": "Node", "selector": {"exactMatch": {"name": "node-0"}}},
+        {"type": "Node", "selector": {"exactMatch": {"name": "node-1.rack-a"}}}]},
+    {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-"}}}]},
+    {"tier": 1, "members": [{"type": "Node", "selector": {"labelMatch": {
+        "matchLabels": {"rack": "r1"},
+        "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},
+                             {"key": "spare", "operator": "DoesNotExist"}]}}}]},
+    {"tier": 2, "tierName": "block", "members": [
+        {"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}}]},
+]
+
+
+def test_hypernode_schema_accepts_volcanos_examples_and_rejects_nonsense(
+        chart: helm.Chart) -> None:
+    """What the OpenAPI part of the HyperNode schema decides (the CEL rules on a
+    member's selector are checked in test_crds.py)."""
+    schema = crd_schemas(chart)["HyperNode"]["spec"]["versions"][0]["schema"][
+        "openAPIV3Schema"]
+    validator = jsonschema.Draft7Validator(schema)
+    base = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+            "metadata": {"name": "s0"}}
+    for spec in HYPERNODES:
+        obj = {**base, "spec": spec, "status": {"nodeCount": 2, "conditions": [
+            {"type": "Ready", "status": "True", "reason": "Built", "message": "",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+        errors = [e.message for e in validator.iter_errors(obj)]
+        assert errors == [], f"{spec}: {errors}"
+    member = {"type": "Node", "selector": {"exactMatch": {"name": "n1"}}}
+    bad = [{"members": [member]},                                  # no tier
+           {"tier": -1, "members": [member]},                      # below 0
+           {"tier": "1", "members": [member]},
+           {"tier": 1, "tierName": "x" * 254, "members": [member]},
+           {"tier": 1, "members": []},                             # no member
+           {"tier": 1, "members": [{"selector": member["selector"]}]},  # no type
+           {"tier": 1, "members": [{**member, "type": "Rack"}]},
+           {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {}}}]},
+           {"tier": 1, "members": [{"type": "Node", "selector": {
+               "exactMatch": {"name": "Not_A_Name"}}}]},
+           {"tier": 1, "members": [{"type": "Node", "selector": {
+               "regexMatch": {"pattern": ""}}}]},
+           {"tier": 1, "members": [{"type": "Node", "selector": {"labelMatch": {
+               "matchExpressions": [{"key": "rack"}]}}}]}]
+    for spec in bad:
+        assert not validator.is_valid({**base, "spec": spec}), spec
+    assert not validator.is_valid({**base, "spec": HYPERNODES[0], "status": {"nodeCount": -1}})
 
 
 # --------------------------------------------------------------------------- notes

@@ -371,7 +371,7 @@ def test_an_optional_kind_it_may_not_read_is_given_up_not_retried(tmp_path):
         daemon, stop = start_daemon(server, tmp_path)
         try:
             assert time.monotonic() - started < 5
-            [optional] = [r for r in daemon.reflectors if r.optional]
+            [optional] = [r for r in daemon.reflectors if r.optional and r.kind == "PodGroup"]
             assert optional.synced.is_set() and optional.lists == 0
             server.create_all([node("n1", cpu="2"), pod("p", cpu="1")])
             wait_for(lambda: [b for b in server.bindings() if b.code == 201])
