@@ -31,6 +31,8 @@ from vscheduler.framework.eviction import (
 from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
+from vscheduler.framework.statement import Statement
+from vscheduler.framework.topology_eviction import evict_within_domain
 from vscheduler.framework.topology_placement import confined
 from vscheduler.model import PREEMPTABLE_STATUSES, Job, Queue
 from vscheduler.plugin import Action
@@ -58,7 +60,7 @@ class Preempt(Action):
         for job in session.waiting_jobs:
             if job.is_pending() or session.job_valid(job) is not None:
                 continue
-            if not session.job_starving(job) or confined(session, job):
+            if not session.job_starving(job):
                 continue
             starving.setdefault(job.queue, PriorityQueue(session.job_less)).push(job)
             under_request.setdefault(job.queue, []).append(job)
@@ -74,14 +76,24 @@ class Preempt(Action):
 
     @staticmethod
     def _between_jobs(session: Session, policy: VictimPolicy, job: Job) -> None:
+        """Evict for `job`'s pending pods; keep it all only if the job is then
+        pipelined. A job that must sit in one topology domain gets the domain where
+        that takes fewest evictions (`topology_eviction`)."""
+
+        def attempt(statement: Statement, narrowed: VictimPolicy) -> None:
+            tasks = PriorityQueue(session.task_less, placeable_tasks(job))
+            while tasks and session.job_starving(job):
+                task = tasks.pop()
+                if never_preempts(task) or session.pre_predicate(task) is not None:
+                    session.explain_task(task, UNPLACED)
+                else:
+                    evict_for(session, statement, narrowed, task)  # (it says why)
+
+        if confined(session, job):
+            evict_within_domain(session, policy, job, attempt)
+            return
         statement = session.statement()
-        tasks = PriorityQueue(session.task_less, placeable_tasks(job))
-        while tasks and session.job_starving(job):
-            task = tasks.pop()
-            if never_preempts(task) or session.pre_predicate(task) is not None:
-                session.explain_task(task, UNPLACED)
-            else:
-                evict_for(session, statement, policy, task)  # (it says why if it fails)
+        attempt(statement, policy)
         if session.job_pipelined(job):
             statement.commit()
         else:

@@ -26,6 +26,8 @@ from vscheduler.framework.eviction import (
 from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
+from vscheduler.framework.statement import Statement
+from vscheduler.framework.topology_eviction import evict_within_domain
 from vscheduler.framework.topology_placement import confined
 from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.plugin import Action
@@ -53,7 +55,7 @@ class Reclaim(Action):
             if queue.name not in seen:
                 seen.add(queue.name)
                 queues.push(queue)
-            if session.job_starving(job) and not confined(session, job):
+            if session.job_starving(job):
                 starving.setdefault(queue.name, PriorityQueue(session.job_less)).push(job)
         while queues:
             queue = queues.pop()
@@ -69,7 +71,26 @@ class Reclaim(Action):
     @staticmethod
     def _reclaim_for_job(session: Session, policy: VictimPolicy, queue: Queue,
                          job: Job) -> None:
+        """Evict for `job`'s pending pods; keep it all only if the job is then
+        pipelined. A job that must sit in one topology domain gets the domain where
+        that takes fewest evictions (`topology_eviction`)."""
+
+        def attempt(statement: Statement, narrowed: VictimPolicy) -> None:
+            Reclaim._reclaim_tasks(session, narrowed, queue, job, statement)
+
+        if confined(session, job):
+            evict_within_domain(session, policy, job, attempt)
+            return
         statement = session.statement()
+        attempt(statement, policy)
+        if session.job_pipelined(job):
+            statement.commit()
+        else:
+            statement.discard()
+
+    @staticmethod
+    def _reclaim_tasks(session: Session, policy: VictimPolicy, queue: Queue, job: Job,
+                       statement: Statement) -> None:
         tasks = PriorityQueue(session.task_less, placeable_tasks(job))
         while tasks and session.job_starving(job):
             task = tasks.pop()
@@ -82,7 +103,3 @@ class Reclaim(Action):
             if session.pre_predicate(task) is not None:
                 continue
             evict_for(session, statement, policy, task)  # (it says why if it fails)
-        if session.job_pipelined(job):
-            statement.commit()
-        else:
-            statement.discard()

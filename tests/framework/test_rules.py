@@ -23,8 +23,8 @@ from vscheduler.conf import PluginOption, SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.combine import COMBINATORS
 from vscheduler.framework.session import Session
-from vscheduler.topology import Domain
 from vscheduler.hookspecs import ABSTAIN, ENABLE_FLAGS, PERMIT, RULES, Reject, Rule, hookimpl
+from vscheduler.topology import Domain
 
 CLUSTER = [
     node("n1", cpu="8"), node("n2", cpu="8"),

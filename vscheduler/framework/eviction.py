@@ -138,7 +138,8 @@ class VictimPolicy:
     onto one that also holds pods the policy could evict, or where it needs what
     evictions release: Volcano's reclaim looks only at nodes with pods to evict, and a
     reclaim run before allocate would otherwise pipeline the pod onto an empty node
-    session after session, never to be bound."""
+    session after session, never to be bound. `within`: the names of the only nodes
+    to look at (a topology domain: `topology_eviction.py`); None, every node."""
 
     action: str
     statuses: TaskStatus
@@ -155,6 +156,7 @@ class VictimPolicy:
     grace_seconds: int | None = None
     unplaced: str = ""
     idle_is_room: bool = True
+    within: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.offered_by not in ("reclaimable", "preemptable"):
@@ -217,12 +219,15 @@ def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
     """Pipeline `preemptor` onto a node whose future idle fits it, with no eviction
     (best scored first, or in node order); else remember that no node had such room."""
     req = preemptor.resreq
+    within = policy.within
+    roomy = memo.roomy_in_order(session.node_list)
+    if within is not None:
+        roomy = [n for n in roomy if n.name in within]
     if policy.idle_is_room:
-        pool = (n for n in memo.roomy_in_order(session.node_list)
-                if n.insufficient_future(req) is None)
+        pool = (n for n in roomy if n.insufficient_future(req) is None)
     else:
         eligible = _eligible(session, policy, preemptor)
-        pool = (n for n in memo.roomy_in_order(session.node_list)
+        pool = (n for n in roomy
                 if n.insufficient_future(req) is None
                 and (n.insufficient_now(req) is not None
                      or any(eligible(t) for t, _ in n.tasks.values())))
@@ -301,6 +306,8 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
     preemptor alike found no plan and that have not changed since; within a job, only
     the nodes holding its tasks."""
     worth = memo.unsettled(session.node_list)
+    if policy.within is not None:
+        worth = [n for n in worth if n.name in policy.within]
     if policy.scope is Scope.OWN_JOB:  # no victim where the job has no task
         hosts = {t.node_name for t in session.jobs[preemptor.job_id].tasks_in(
             policy.statuses)}

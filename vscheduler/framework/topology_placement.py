@@ -37,7 +37,8 @@ from vscheduler.topology import Domain, Topology
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["DomainRoom", "allocate_by_topology", "confined", "domain_errors"]
+__all__ = ["DomainRoom", "allocate_by_topology", "confined", "domain_errors", "least_request",
+           "search_root"]
 
 _PLACED = ALLOCATED_STATUSES | TaskStatus.PIPELINED
 
@@ -69,18 +70,11 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
         problems = "; ".join(why for _, why in topology.problems)
         session.explain_job(job, f"HyperNodes are not ready for scheduling: {problems}")
         return None
-    placed = [t.node_name for t in job.tasks_in(_PLACED) if t.node_name]
-    root = topology.top
-    if placed:
-        held = topology.holding(placed)
-        widest = topology.widest_allowed(held, limit) if held is not None else None
-        if widest is None:
-            session.explain_job(job, (
-                f"its pods already span HyperNode {held.name if held else '?'} of tier "
-                f"{held.tier if held else '?'}, above the highest tier it allows ({limit})"))
-            return None
-        root = widest
-    lacking, least = _least_request(job)
+    placed = any(t.node_name for t in job.tasks_in(_PLACED))
+    root = search_root(session, job)
+    if root is None:
+        return None
+    lacking, least = least_request(job)
     tried = False
     for group in topology.candidates(root, limit):
         ranked = [d for d in group if placed or room.may_hold(d, least)]
@@ -103,6 +97,25 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
     return None
 
 
+def search_root(session: Session, job: Job) -> Domain | None:
+    """Where `job`'s gang may go: the top for a job with nothing placed, else the
+    widest domain around its placed pods that its tier allows; None (and the job told
+    why) if its pods already span a wider one."""
+    topology = session.topology
+    assert topology is not None
+    limit = topology.limit(job.spec.network_topology)
+    placed = [t.node_name for t in job.tasks_in(_PLACED) if t.node_name]
+    if not placed or limit is None:
+        return topology.top
+    held = topology.holding(placed)
+    widest = topology.widest_allowed(held, limit) if held is not None else None
+    if widest is None:
+        session.explain_job(job, (
+            f"its pods already span HyperNode {held.name if held else '?'} of tier "
+            f"{held.tier if held else '?'}, above the highest tier it allows ({limit})"))
+    return widest
+
+
 def domain_errors(domain: Domain, errors: NodeFitErrors) -> NodeFitErrors:
     """`errors` headed by the domain they were found in (Volcano's words)."""
     headed = errors.copy()
@@ -111,7 +124,7 @@ def domain_errors(domain: Domain, errors: NodeFitErrors) -> NodeFitErrors:
     return headed
 
 
-def _least_request(job: Job) -> tuple[int, Resource]:
+def least_request(job: Job) -> tuple[int, Resource]:
     """How many pods the gang still needs to get ready (one at least), and a floor under
     what they ask: each counted at the smallest request among its pending pods (per
     resource)."""
