@@ -444,10 +444,6 @@ def test_malformed_network_topology_skips_its_podgroup_with_a_warning(what: str)
         "PodGroup default/bad not found: the pod waits for it"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "patterns are run by Python's backtracking re (topology._member_nodes), not a "
-    "linear-time engine like Go's RE2: a nested quantifier against a long node name "
-    "takes exponential time and stops the session"))
 def test_pathological_pattern_does_not_stall_the_session() -> None:
     """Volcano matches with RE2 (linear time); `^(a+)+$` against a 40-letter name that
     almost matches must not take the session's time."""

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import re2
 
 __all__ = [
     "NODE_NAME_FIELD",
@@ -15,6 +18,7 @@ __all__ = [
     "HostPort",
     "Taint",
     "Toleration",
+    "compile_name_pattern",
     "expression_matches",
     "first_untolerated_taint",
     "parse_label_int",
@@ -91,6 +95,23 @@ def required_affinity_matches(terms: Sequence[Sequence[Expression]],
                               labels: Mapping[str, str], node_name: str) -> bool:
     """Required node affinity: any one of its terms holds (none given: no node)."""
     return any(term_matches(term, labels, node_name) for term in terms)
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # (a bad pattern is the caller's error, not a log line)
+
+
+def compile_name_pattern(pattern: str) -> Any:
+    """A HyperNode's `regexMatch` pattern, compiled as Volcano reads it: RE2 syntax (Go's
+    regexp), searched anywhere in a name (`.search`), in time linear in the name, so no
+    pattern can stall a session. Raises ValueError saying what is wrong."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as err:
+        detail = err.args[0] if err.args else ""
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise ValueError(f"not a regular expression: {detail}") from None
 
 
 def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:

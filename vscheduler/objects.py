@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vscheduler.guards import MIN_RUNTIME_ANNOTATION, parse_duration
-from vscheduler.matching import NODE_NAME_FIELD
+from vscheduler.matching import NODE_NAME_FIELD, compile_name_pattern
 from vscheduler.model import PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
@@ -561,7 +561,7 @@ def parse_hypernode(obj: dict) -> HyperNodeSpec:
     """A `topology.volcano.sh/v1alpha1` HyperNode: its tier (0 or more), tier name and
     members, each a Node or a HyperNode chosen by exactly one of exactMatch, regexMatch
     (a pattern that must compile) and labelMatch (nodes only, as Volcano reads it)."""
-    _, name, _ = metadata(obj)
+    _, name, meta = metadata(obj)
     spec = _map(obj.get("spec"), "spec")
     tier = _int(spec.get("tier"), "spec.tier")
     if tier is None or tier < 0:
@@ -571,7 +571,8 @@ def parse_hypernode(obj: dict) -> HyperNodeSpec:
         members.append(_hypernode_member(raw, f"spec.members[{i}]"))
     return HyperNodeSpec(name=name, tier=tier,
                          tier_name=_text(spec.get("tierName"), "spec.tierName", ""),
-                         members=tuple(members))
+                         members=tuple(members),
+                         uid=_text(meta.get("uid"), "metadata.uid", ""))
 
 
 def _hypernode_member(raw: Any, where: str) -> HyperNodeMember:
@@ -592,12 +593,12 @@ def _hypernode_member(raw: Any, where: str) -> HyperNodeMember:
         return HyperNodeMember(kind, name=name)
     if given[0] == "regexMatch":
         pattern = _text(way.get("pattern"), f"{where}.selector.regexMatch.pattern", "")
-        try:
-            re.compile(pattern)
-        except re.error as err:
-            raise BadObject(f"{where}.selector.regexMatch.pattern: {err}") from None
         if not pattern:
             raise BadObject(f"{where}.selector.regexMatch.pattern: missing")
+        try:
+            compile_name_pattern(pattern)
+        except ValueError as err:
+            raise BadObject(f"{where}.selector.regexMatch.pattern: {err}") from None
         return HyperNodeMember(kind, pattern=pattern)
     expressions = _expressions(way.get("matchExpressions"),
                                f"{where}.selector.labelMatch.matchExpressions")

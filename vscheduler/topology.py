@@ -20,11 +20,11 @@ exactly.)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from vscheduler.matching import expression_matches, selector_matches
+from vscheduler.matching import compile_name_pattern, expression_matches, selector_matches
 from vscheduler.specs import HyperNodeMember, HyperNodeSpec, NetworkTopology
 
 __all__ = ["TOP", "Domain", "Topology", "from_hypernodes", "from_labels"]
@@ -167,14 +167,14 @@ class Topology:
 
 
 def _member_nodes(member: HyperNodeMember, nodes: Mapping[str, Mapping[str, str]],
-                  patterns: dict[str, re.Pattern[str]]) -> list[str]:
+                  patterns: dict[str, Any]) -> list[str]:
     """The names of the nodes a Node member chooses."""
     if member.name is not None:
         return [member.name] if member.name in nodes else []
     if member.pattern is not None:
         pattern = patterns.get(member.pattern)
         if pattern is None:
-            pattern = patterns[member.pattern] = re.compile(member.pattern)
+            pattern = patterns[member.pattern] = compile_name_pattern(member.pattern)
         return [name for name in nodes if pattern.search(name)]
     if not member.match_labels and not member.match_expressions:
         return []  # (an empty selector chooses nothing, as in Volcano)
@@ -192,7 +192,7 @@ def from_hypernodes(hypernodes: Sequence[HyperNodeSpec],
     domains = {h.name: Domain(h.name, h.tier, h.tier_name) for h in hypernodes}
     problems: list[tuple[str, str]] = []
     direct: dict[str, list[str]] = {}
-    patterns: dict[str, re.Pattern[str]] = {}
+    patterns: dict[str, Any] = {}
     ready = True
     for hypernode in hypernodes:
         own: list[str] = []
