@@ -10,6 +10,7 @@ from __future__ import annotations
 from vscheduler.model import Task, TaskStatus
 from vscheduler.resources import CPU, MEMORY, Resource
 from vscheduler.simulate import Simulation
+from vscheduler.topology import from_hypernodes
 
 S = TaskStatus
 PLACED = S.BOUND | S.RUNNING | S.BINDING
@@ -180,6 +181,34 @@ def check_session(simulation: Simulation, before_pending: set[str],
         assert all(isinstance(r, str) and r for r in reasons), (key, reasons)
 
 
+def check_topology(simulation: Simulation) -> None:
+    """8. A job with a hard network topology limit (a tier, or a tier name its HyperNodes
+    know) that got pods placed this session has all its placed pods (bound, running,
+    binding, allocated, pipelined) within one HyperNode of that tier or lower. (The tree
+    is built by vscheduler.topology, tested on its own in tests/test_topology.py.)"""
+    cache, result = simulation.cache, simulation.report.last
+    if not cache.hypernodes or result is None:
+        return
+    topology = from_hypernodes(tuple(cache.hypernodes[n] for n in sorted(cache.hypernodes)),
+                               {name: node.labels for name, node in cache.nodes.items()})
+    moved = {cache.tasks[key].job_id for key in (*result.binds, *result.pipelined)}
+    for job_id in sorted(moved):
+        job = cache.jobs[job_id]
+        wanted = job.spec.network_topology
+        limit = topology.limit(wanted) if wanted is not None and wanted.mode == "hard" else None
+        if limit is None:
+            continue
+        nodes = {t.node_name for t in job.tasks.values()
+                 if t.node_name and t.status & (PLACED | S.ALLOCATED | S.PIPELINED)}
+        nodes.update(result.pipelined[t.key] for t in job.tasks.values()
+                     if t.key in result.pipelined)
+        held = topology.holding(sorted(nodes))
+        assert held is not None and held.tier <= limit, (
+            f"session {simulation.report.sessions}: job {job_id} (hard, tier {limit}) "
+            f"spans {held.name if held else '?'} of tier {held.tier if held else '?'}: "
+            f"{sorted(nodes)}")
+
+
 def run_checked(simulation: Simulation, sessions: int) -> None:
     for _ in range(sessions):
         cache = simulation.cache
@@ -195,3 +224,4 @@ def run_checked(simulation: Simulation, sessions: int) -> None:
             for name, (placed, _) in _placed_by_node(simulation).items()}
         simulation.step()
         check_session(simulation, before_pending, before_queue, before_placed, before_over)
+        check_topology(simulation)

@@ -300,3 +300,134 @@ def test_plans_carried_into_the_next_session_decide_as_plans_made_afresh(
     event(f"evictions: {min(len(carried['evictions']), 3)}")
     assert (carried["evictions"], carried["binds"], carried["pipelined"]) == \
         (afresh["evictions"], afresh["binds"], afresh["pipelined"])
+
+
+TOPOLOGY_CONFS = {
+    "allocate": """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}, {name: network-topology-aware}]
+""",
+    "preempt": """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: nodeorder},
+            {name: network-topology-aware}]
+""",
+}
+TIER_NAMES = ("leaf", "spine", "core")
+
+
+def _hypernode(name: str, tier: int, kind: str, members: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+            "metadata": {"name": name},
+            "spec": {"tier": tier, "tierName": TIER_NAMES[tier - 1], "members": [
+                {"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members]}}
+
+
+@st.composite
+def topology_trees(draw: st.DrawFn, nodes: list[str]) -> list[dict[str, Any]]:
+    """2 or 3 levels of HyperNodes over `nodes`: each node in one leaf or none, each
+    HyperNode in one parent or none (hanging under the virtual top)."""
+    levels = draw(st.integers(2, 3))
+    below = [f"t1-{i}" for i in range(draw(st.integers(1, 4)))]
+    members: dict[str, list[str]] = {name: [] for name in below}
+    for node_name in nodes:
+        leaf = draw(st.sampled_from([*below, None, *below]))
+        if leaf is not None:
+            members[leaf].append(node_name)
+    objects = [_hypernode(name, 1, "Node", m) for name, m in members.items() if m]
+    below = [name for name, m in members.items() if m]
+    for tier in range(2, levels + 1):
+        above = [f"t{tier}-{i}" for i in range(draw(st.integers(1, 2)))]
+        children: dict[str, list[str]] = {name: [] for name in above}
+        for child in below:
+            parent = draw(st.sampled_from([*above, *above, None]))
+            if parent is not None:
+                children[parent].append(child)
+        objects += [_hypernode(name, tier, "HyperNode", c) for name, c in children.items()
+                    if c]
+        below = [name for name, c in children.items() if c]
+    return objects
+
+
+def _topology_gang(draw: st.DrawFn, name: str, nodes: list[str], free: dict[str, int],
+                   running: bool) -> list[dict[str, Any]]:
+    size = draw(st.integers(1, 4))
+    group = b.podgroup(name, draw(st.integers(1, size)),
+                       priority_class=draw(st.sampled_from(["high", "low"])))
+    shape = draw(st.sampled_from(["tier", "tier", "name", "soft", "none"]))
+    if shape == "tier":
+        group["spec"]["networkTopology"] = {"highestTierAllowed": draw(st.integers(1, 3))}
+    elif shape == "name":
+        group["spec"]["networkTopology"] = {
+            "mode": "hard", "highestTierName": draw(st.sampled_from([*TIER_NAMES, "x"]))}
+    elif shape == "soft":
+        group["spec"]["networkTopology"] = {"mode": "soft"}
+    cpu = draw(st.sampled_from(["1", "2", "3"]))
+    pods = []
+    for i in range(size):
+        target = None
+        if running and i < size // 2 + 1:  # some of it already running, where it fits
+            target = draw(st.sampled_from(nodes))
+            if free[target] < int(cpu):
+                target = None
+            else:
+                free[target] -= int(cpu)
+        pods.append(b.pod(f"{name}-{i}", cpu=cpu, memory="1Gi", group=name,
+                          node_name=target, priority_class=group["spec"]["priorityClassName"]))
+    if any(p["spec"].get("nodeName") for p in pods):
+        group["status"]["phase"] = "Running"
+    return [group, *pods]
+
+
+@st.composite
+def topology_clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
+    nodes = [f"n{i}" for i in range(draw(st.integers(2, 8)))]
+    free = {n: draw(st.sampled_from([2, 4, 8])) for n in nodes}
+    objects: list[dict[str, Any]] = [b.priority_class("high", 1000),
+                                     b.priority_class("low", 10)]
+    objects += [b.node(n, cpu=str(free[n]), memory="32Gi") for n in nodes]
+    objects += draw(topology_trees(nodes))
+    for j in range(draw(st.integers(1, 5))):
+        objects += _topology_gang(draw, f"job{j}", nodes, free, draw(st.booleans()))
+    return objects, nodes
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=topology_clusters(), conf_name=st.sampled_from(sorted(TOPOLOGY_CONFS)),
+       churn=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 99)), max_size=3),
+       data=st.data())
+def test_hard_topology_gangs_stay_within_their_tier(cluster, conf_name, churn, data):
+    """Generated HyperNode trees (2-3 levels over the nodes, some nodes and HyperNodes
+    in none), gangs with hard limits by tier or tier name, soft and none, some already
+    running; between sessions a pod finishes (0), a gang arrives (1) or the tree is
+    rebuilt with nodes moved (2). After every session, the invariants of ARCHITECTURE.md
+    hold and every job a session placed pods of lies within one HyperNode of its tier
+    (tests/invariants.py, check_topology)."""
+    objects, nodes = cluster
+    simulation = Simulation(parse_conf(TOPOLOGY_CONFS[conf_name], "test"))
+    simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+    run_checked(simulation, 1)
+    for number, (change, pick) in enumerate(churn):
+        cache = simulation.cache
+        running = sorted(k for k, t in cache.tasks.items() if t.node_name)
+        if change == 0 and running:
+            cache.delete_pod(running[pick % len(running)])
+        elif change == 1:
+            free = {n: 8 for n in nodes}  # (pending pods only: nothing placed here)
+            simulation.load([(f"churn#{number}", obj) for obj in _topology_gang(
+                data.draw, f"late{number}", nodes, free, False)])
+        else:
+            for name in list(cache.hypernodes):
+                cache.delete_hypernode(name)
+            simulation.load([(f"churn#{number}", obj)
+                             for obj in data.draw(topology_trees(nodes))])
+        run_checked(simulation, 1)
+    hard = [job for job in simulation.cache.jobs.values()
+            if job.spec.network_topology is not None
+            and job.spec.network_topology.mode == "hard"
+            and any(t.node_name for t in job.tasks.values())]
+    event(f"hard-limited jobs with pods placed: {min(len(hard), 3)}")
