@@ -17,10 +17,14 @@ from vscheduler.bench import (
     HIERARCHY_CONF,
     PREEMPT_CONF,
     TIDAL_CONF,
+    TOPOLOGY_CONF,
+    TOPOLOGY_TIERS,
     BenchSpec,
     generate,
     minimum_tidal_evictions,
     scene_spec,
+    topology_check,
+    topology_domains,
 )
 from vscheduler.cli import main
 from vscheduler.conf import parse_conf
@@ -376,3 +380,233 @@ def test_bench_says_what_a_session_holds_per_pending_pod(capsys):
     assert main(["bench", "--nodes", "20", "--jobs", "1", "--running", "0",
                  "--output", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["session_bytes_per_pending_pod"] is None
+
+
+# ------------------------------------------------------------------ topology scene
+
+
+def test_topology_scene_is_the_issues_cluster():
+    spec = scene_spec("topology")
+    assert (spec.nodes, spec.running, spec.jobs, spec.tasks_pending) == (5000, 40_000, 100, 64)
+    assert spec.topology_tier == 1
+    # 5,000 nodes: 313 racks of 16 (the last of 8), 79 rows, 20 blocks, 4 superblocks
+    paths = topology_domains(spec)
+    assert [len({p[t] for p in paths}) for t in range(4)] == [313, 79, 20, 4]
+    assert [name for name, _ in TOPOLOGY_TIERS] == ["rack", "row", "block", "superblock"]
+
+
+def _topology_objects(spec: BenchSpec) -> tuple[dict, list[dict], list[dict]]:
+    objects = generate(spec)
+    kinds: dict[str, list[dict]] = {}
+    for obj in objects:
+        kinds.setdefault(obj["kind"], []).append(obj)
+    return kinds, kinds.get("Pod", []), kinds["HyperNode"]
+
+
+@pytest.mark.parametrize("nodes", [1, 16, 17, 100, 1300])
+def test_topology_scene_hypernodes_make_the_tree_it_checks_by(nodes):
+    """The HyperNodes, as vscheduler reads them, hold each node in the rack, row, block
+    and superblock `topology_domains` (the check's own tree) puts it in."""
+    from vscheduler.objects import parse_hypernode
+    from vscheduler.topology import from_hypernodes
+
+    spec = BenchSpec(nodes=nodes, running=0, jobs=0, scene="topology")
+    kinds, _, hypernodes = _topology_objects(spec)
+    names = [n["metadata"]["name"] for n in kinds["Node"]]
+    tree = from_hypernodes([parse_hypernode(h) for h in hypernodes],
+                           {name: {} for name in names})
+    assert tree.ready and not tree.problems
+    assert tree.tiers == [1, 2, 3, 4, 5]  # the four tiers and the top above them
+    for name, path in zip(names, topology_domains(spec), strict=True):
+        chain = [d.name for d in tree.ancestors(tree.leaf_of(name))]
+        assert chain == [f"{tier}-{index:04d}" for (tier, _), index in
+                         zip(TOPOLOGY_TIERS, path, strict=True)] + ["<cluster-top-hypernode>"]
+    for tier, (_, size) in enumerate(TOPOLOGY_TIERS, 1):
+        assert all(len(d.children if tier > 1 else d.nodes) <= size
+                   for d in tree.by_tier[tier])
+
+
+@given(nodes=st.integers(1, 60), running=st.integers(0, 600), seed=st.integers(0, 50))
+@settings(max_examples=40, deadline=None)
+def test_topology_scene_running_pods_fit_and_every_other_takes_a_card(nodes, running, seed):
+    spec = BenchSpec(nodes=nodes, running=running, jobs=0, seed=seed, scene="topology")
+    kinds, pods, _ = _topology_objects(spec)
+    cards: dict[str, int] = {}
+    cpu: dict[str, int] = {}
+    for pod in pods:
+        requests = pod["spec"]["containers"][0]["resources"]["requests"]
+        node = pod["spec"]["nodeName"]
+        cards[node] = cards.get(node, 0) + int(requests.get("nvidia.com/gpu", 0))
+        cpu[node] = cpu.get(node, 0) + int(requests["cpu"])
+    assert all(count <= spec.gpus_per_node for count in cards.values())
+    assert all(used <= spec.cpu_per_node for used in cpu.values())
+    # every other pod takes a card, while there is one; then no more are placed
+    total_cards = nodes * spec.gpus_per_node
+    assert sum(cards.values()) == min((running + 1) // 2, total_cards)
+    assert min(running, 2 * total_cards - 1) <= len(pods) <= running
+    assert {g["spec"]["minMember"] for g in kinds.get("PodGroup", [])} <= set(
+        range(1, spec.tasks_per_job + 1))
+
+
+def test_topology_scene_takes_cards_unevenly_rack_by_rack():
+    """Free cards are scattered: at half the cards taken some racks are mostly busy and
+    some mostly free, and most nodes are partly used."""
+    spec = BenchSpec(nodes=640, running=5120, jobs=0, scene="topology")
+    _, pods, _ = _topology_objects(spec)
+    per_node: dict[str, int] = {}
+    for pod in pods:
+        if "nvidia.com/gpu" in pod["spec"]["containers"][0]["resources"]["requests"]:
+            per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
+    paths = dict(zip((f"node-{i:05d}" for i in range(spec.nodes)), topology_domains(spec),
+                     strict=True))
+    per_rack: dict[int, int] = {}
+    for node, count in per_node.items():
+        per_rack[paths[node][0]] = per_rack.get(paths[node][0], 0) + count
+    busy = [per_rack.get(rack, 0) / 128 for rack in range(40)]
+    assert sum(per_rack.values()) == 2560
+    assert max(busy) >= 0.9 and min(busy) <= 0.2
+    partly = sum(1 for count in per_node.values() if 0 < count < spec.gpus_per_node)
+    assert partly > spec.nodes / 4
+
+
+def test_topology_scene_pending_gangs_ask_their_tier():
+    spec = BenchSpec(nodes=20, running=0, jobs=3, tasks_per_job=5, topology_tier=3,
+                     scene="topology")
+    kinds, pods, _ = _topology_objects(spec)
+    gangs = [g for g in kinds["PodGroup"] if g["metadata"]["name"].startswith("train-")]
+    assert [g["spec"]["networkTopology"] for g in gangs] == [
+        {"mode": "hard", "highestTierAllowed": 3}] * 3
+    assert all(g["spec"]["minMember"] == 5 for g in gangs)
+    assert sum(1 for p in pods if not p["spec"].get("nodeName")) == 15
+
+
+@pytest.mark.parametrize("tier", [1, 2, 3, 4])
+def test_topology_scene_places_every_gang_within_one_domain_of_its_tier(capsys, tier):
+    # 160 nodes (10 racks of 128 cards) half taken; 8 gangs of 40 cards
+    figures = _bench_json(capsys, "--topology", "--nodes", "160", "--running", "1280",
+                          "--jobs", "8", "--tasks-per-job", "40", "--topology-tier",
+                          str(tier), "--sessions", "2")
+    assert figures["scene"] == "topology"
+    check = figures["topology"]
+    assert check["domains"] == [10, 3, 1, 1]
+    assert (check["gangs"], check["bound_whole"], check["bound_in_part"],
+            check["violations"]) == (8, 8, 0, 0)
+    assert figures["summary"]["topology_violations"] == 0
+    assert figures["summary"]["topology_gangs_bound"] == 8
+    assert figures["sessions"][0]["binds"] == 320
+    assert figures["sessions"][0]["allocate_pods_per_second"] > 0
+
+
+def test_a_gang_wider_than_a_rack_waits_at_rack_level_and_is_placed_within_a_row(capsys):
+    # one row of 4 racks of 128 free cards; gangs of 130 cards
+    flags = ("--topology", "--nodes", "64", "--running", "0", "--jobs", "2",
+             "--tasks-per-job", "130", "--sessions", "2")
+    rack = _bench_json(capsys, *flags)
+    assert rack["topology"]["bound_whole"] == 0 and rack["summary"]["binds"] == 0
+    row = _bench_json(capsys, *flags, "--topology-tier", "row")
+    assert (row["topology"]["bound_whole"], row["topology"]["violations"]) == (2, 0)
+
+
+def test_topology_check_counts_gangs_across_domains_and_gangs_in_part():
+    spec = BenchSpec(nodes=40, running=0, jobs=3, tasks_per_job=2, scene="topology")
+    binds = {"bench/train-00000-0": "node-00000", "bench/train-00000-1": "node-00015",
+             "bench/train-00001-0": "node-00015", "bench/train-00001-1": "node-00016",
+             "bench/train-00002-0": "node-00039", "bench/running-00000-0": "node-00020"}
+    check = topology_check(spec, binds)
+    # train-0 within rack 0; train-1 across racks 0 and 1; train-2 bound in part
+    assert (check["bound_whole"], check["bound_in_part"], check["violations"]) == (2, 1, 1)
+    row = topology_check(BenchSpec(nodes=40, running=0, jobs=3, tasks_per_job=2,
+                                   topology_tier=2, scene="topology"), binds)
+    assert row["violations"] == 0 and row["tier_name"] == "row"
+
+
+def _pods_left_room_for(spec: BenchSpec, pods: list[dict], binds: dict[str, str]) -> list[int]:
+    """Node i -> how many more one-card pods of the scene (8 CPUs, 64 GiB) it takes,
+    counted from the generated running pods and `binds`, not by the scheduler."""
+    cards = [spec.gpus_per_node] * spec.nodes
+    cpus = [spec.cpu_per_node] * spec.nodes
+    memory = [spec.memory_gi_per_node] * spec.nodes
+    slots = [spec.pods_per_node] * spec.nodes
+    requests = {f"{p['metadata']['namespace']}/{p['metadata']['name']}":
+                p["spec"]["containers"][0]["resources"]["requests"] for p in pods}
+    where = {key: p["spec"]["nodeName"] for key, p in zip(requests, pods, strict=True)
+             if p["spec"].get("nodeName")}
+    for key, node in {**where, **binds}.items():
+        i = int(node.removeprefix("node-"))
+        cards[i] -= int(requests[key].get("nvidia.com/gpu", 0))
+        cpus[i] -= int(requests[key]["cpu"])
+        memory[i] -= int(requests[key]["memory"].removesuffix("Gi"))
+        slots[i] -= 1
+    return [min(c, cpu // 8, gib // 64, s)
+            for c, cpu, gib, s in zip(cards, cpus, memory, slots, strict=True)]
+
+
+@given(nodes=st.integers(1, 48), running=st.integers(0, 400), jobs=st.integers(0, 6),
+       tasks=st.integers(1, 40), tier=st.integers(1, 4), seed=st.integers(0, 20))
+@settings(max_examples=25, deadline=None)
+def test_topology_scene_decisions_hold_the_invariants_and_the_topology(nodes, running, jobs,
+                                                                       tasks, tier, seed):
+    """Every gang bound is bound whole within one domain of its tier, and one left
+    waiting fits in no such domain with what is left (one queue: no share holds it)."""
+    spec = BenchSpec(nodes=nodes, running=running, jobs=jobs, tasks_per_job=tasks,
+                     topology_tier=tier, seed=seed, queues=1, scene="topology")
+    objects = generate(spec)
+    simulation = Simulation(parse_conf(TOPOLOGY_CONF), ("vscheduler",))
+    simulation.load([(f"b#{i}", o) for i, o in enumerate(objects)])
+    run_checked(simulation, 2)
+    check = topology_check(spec, simulation.report.binds)
+    assert check["violations"] == 0 and check["bound_in_part"] == 0
+    if check["bound_whole"] < jobs:
+        room = _pods_left_room_for(spec, [o for o in objects if o["kind"] == "Pod"],
+                                   simulation.report.binds)
+        per_domain: dict[int, int] = {}
+        for i, path in enumerate(topology_domains(spec)):
+            per_domain[path[tier - 1]] = per_domain.get(path[tier - 1], 0) + room[i]
+        assert max(per_domain.values()) < tasks
+
+
+def test_topology_scene_text_report_says_the_tree_and_the_check(capsys):
+    assert main(["bench", "--scene", "topology", "--nodes", "40", "--running", "100",
+                 "--jobs", "2", "--tasks-per-job", "8", "--topology-tier", "block",
+                 "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cluster (topology): 40 nodes of 8 GPUs in 3 racks, 1 row, 1 "
+                          "block, 1 superblock; 100 pods running; 2 gangs x 8 one-GPU pods "
+                          "pending, each within one block (tier 3); seed 1\n")
+    assert "topology: 2 of 2 gangs bound whole, 0 in part; 0 across more than one block " \
+           "(violations)" in out
+
+
+def test_topology_flag_is_the_topology_scene_and_tiers_go_by_number_or_name(capsys):
+    by_flag = _bench_json(capsys, "--topology", "--nodes", "20", "--running", "10",
+                          "--jobs", "1", "--tasks-per-job", "4", "--topology-tier",
+                          "superblock")
+    by_scene = _bench_json(capsys, "--scene", "topology", "--nodes", "20", "--running",
+                           "10", "--jobs", "1", "--tasks-per-job", "4", "--topology-tier", "4")
+    assert by_flag["spec"] == by_scene["spec"] and by_flag["spec"]["topology_tier"] == 4
+    assert by_flag["summary"]["binds"] == by_scene["summary"]["binds"] == 4
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--topology-tier", "0"], "'0' is not a tier: 1 to 4 or one of rack, row, block, "
+                               "superblock"),
+    (["--topology-tier", "spine"], "'spine' is not a tier"),
+    (["--topology", "--scene", "tidal"], "not allowed with argument"),
+])
+def test_bad_topology_flags_are_refused_by_name(capsys, flags, words):
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", *flags])
+    assert exited.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+def test_a_topology_tier_out_of_the_tree_is_refused():
+    with pytest.raises(ValueError, match="topology_tier must be 1 to 4"):
+        BenchSpec(scene="topology", topology_tier=5)
+
+
+def test_topology_scene_runs_the_conf_kept_in_conf_dir():
+    with open(Path(__file__).parent.parent / "conf" / "topology.conf",
+              encoding="utf-8") as handle:
+        assert yaml.safe_load(handle) == yaml.safe_load(TOPOLOGY_CONF)
+    assert "network-topology-aware" in parse_conf(TOPOLOGY_CONF).plugin_names()

@@ -23,12 +23,20 @@ reclaim and preempt phases) are what eviction is judged by:
 - `hierarchy`: the default cluster with its `queues` as the leaves of a tree of
   departments (`QUEUE_FANOUT` to a parent, under root), capacity's hierarchical mode in
   place of proportion: what open and close cost as queues grow.
+- `topology`: nodes of `gpus_per_node` cards under a four-tier tree of HyperNodes
+  (`TOPOLOGY_TIERS`: racks, rows, blocks, superblocks), every other running pod on a
+  card and the cards taken rack by rack unevenly, so free cards are scattered; the
+  pending gangs have a hard network topology at `topology_tier`. The report counts the
+  gangs bound and those whose nodes are not within one domain of their tier (violations:
+  must be none).
 
-and one sized as the cluster a session's cost is judged on (`SCENE_SIZES`):
+and two sized as the clusters a session's cost is judged on (`SCENE_SIZES`):
 - `overload`: the default cluster at 5,000 nodes with 150,000 pods, 60,000 running and
   90,000 pending in gangs of four, far more than the 4,000 cards left free: every
   session tries them all and places few, so what a session costs when little changed
   shows.
+- `topology` at 5,000 nodes: 40,000 pods running and 100 gangs of 64 one-card pods
+  pending, each to be placed within one rack (or one domain of `--topology-tier`).
 
 The JSON figures end with a `summary` (medians over the sessions, and over the sessions
 after the first, which is the one that places the work already pending) that a script
@@ -52,9 +60,10 @@ from vscheduler.conf import DEFAULT_CONF, SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
-__all__ = ["BENCH_CONF", "PREEMPT_CONF", "SCENES", "SCENE_SIZES", "TIDAL_CONF", "BenchSpec",
-           "churn", "generate", "minimum_tidal_evictions", "run_bench", "scene_conf",
-           "scene_spec", "summarize"]
+__all__ = ["BENCH_CONF", "PREEMPT_CONF", "SCENES", "SCENE_SIZES", "TIDAL_CONF",
+           "TOPOLOGY_CONF", "TOPOLOGY_TIERS", "BenchSpec", "churn", "generate",
+           "minimum_tidal_evictions", "run_bench", "scene_conf", "scene_spec", "summarize",
+           "topology_check", "topology_domains"]
 
 # Volcano's default conf with capacity-card (per-card-model quotas) in the second tier.
 BENCH_CONF = DEFAULT_CONF.replace("  - name: proportion\n",
@@ -88,15 +97,30 @@ tiers:
 # The same with capacity's hierarchical queues in place of proportion.
 HIERARCHY_CONF = BENCH_CONF.replace("  - name: proportion\n",
                                     "  - name: capacity\n    enableHierarchy: true\n")
+# conf/topology.conf's conf (a test keeps the two the same): Volcano's default plugins
+# and network-topology-aware, which scores domains by how full of cards they would be.
+TOPOLOGY_CONF = DEFAULT_CONF + """\
+  - name: network-topology-aware
+    arguments:
+      hypernode.binpack.resources: nvidia.com/gpu
+"""
 # Each scene's conf when `--conf` is not given.
 SCENES = {"default": BENCH_CONF, "tidal": TIDAL_CONF, "volcano-preempt": PREEMPT_CONF,
-          "overload": BENCH_CONF, "hierarchy": HIERARCHY_CONF}
+          "overload": BENCH_CONF, "hierarchy": HIERARCHY_CONF, "topology": TOPOLOGY_CONF}
 # hierarchy: each parent queue holds this many children, level after level.
 QUEUE_FANOUT = 10
 # The sizes a scene has unless told otherwise (`scene_spec`). overload: 5,000 nodes hold
 # 64,000 cards (every tenth node split into 56 MIG slices), 60,000 of them taken.
+# topology: the issue's target, 100 gangs of 64 one-card pods beside 40,000 running.
 SCENE_SIZES: dict[str, dict[str, int]] = {
-    "overload": {"nodes": 5000, "running": 60_000, "jobs": 22_500, "tasks_per_job": 4}}
+    "overload": {"nodes": 5000, "running": 60_000, "jobs": 22_500, "tasks_per_job": 4},
+    "topology": {"nodes": 5000, "running": 40_000, "jobs": 100, "tasks_per_job": 64}}
+# topology: the tiers of its tree, lowest first, each (name, how many of the tier below
+# one holds): a rack is 16 nodes (128 cards at 8 a node: a gang of 64 fits one half
+# free), a row 4 racks, a block 4 rows, a superblock 5 blocks (1,280 nodes). The last
+# of each tier may hold fewer. At 5,000 nodes: 313 racks, 79 rows, 20 blocks and 4
+# superblocks.
+TOPOLOGY_TIERS = (("rack", 16), ("row", 4), ("block", 4), ("superblock", 5))
 
 CARD_MODELS = ("NVIDIA-H200", "NVIDIA-H800", "NVIDIA-GeForce-RTX-4090")
 CARD_MEMORY_MIB = {"NVIDIA-H200": 143771, "NVIDIA-H800": 81559,
@@ -129,6 +153,8 @@ class BenchSpec:
     # Pods in each pending job (`--shape`): None for the scene's own (`tasks_per_job`,
     # or one in volcano-preempt).
     pending_tasks: int | None = None
+    # topology: the tier (1: rack, ... 4: superblock) the pending gangs are held within.
+    topology_tier: int = 1
 
     def __post_init__(self) -> None:
         if self.arrive is None:
@@ -150,6 +176,10 @@ class BenchSpec:
             raise ValueError("card_models must name at least one card model")
         if self.scene not in SCENES:
             raise ValueError(f"scene must be one of {', '.join(SCENES)}, not {self.scene!r}")
+        if not 1 <= self.topology_tier <= len(TOPOLOGY_TIERS):
+            raise ValueError(f"topology_tier must be 1 to {len(TOPOLOGY_TIERS)} "
+                             f"({', '.join(name for name, _ in TOPOLOGY_TIERS)}), not "
+                             f"{self.topology_tier}")
         if self.scene == "tidal" and self.pending_tasks is not None:
             raise ValueError("the tidal scene's pending pods are inference replicas, one "
                              "to a ReplicaSet: it takes no pending_tasks (--shape)")
@@ -191,11 +221,15 @@ def _node(name: str, model: str, spec: BenchSpec, mig: bool, zone: int) -> dict[
 
 def _pod(name: str, namespace: str, group: str, queue: str, card: str, resource_name: str,
          cpu: int, memory_gi: int, priority_class: str, node: str = "") -> dict[str, Any]:
+    """A pod asking one `resource_name` (none if "") of card `card` (unnamed if "")."""
+    requests = {"cpu": str(cpu), "memory": f"{memory_gi}Gi"}
+    if resource_name:
+        requests[resource_name] = "1"
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER, "priorityClassName": priority_class,
-        "containers": [{"name": "main", "image": "trainer", "resources": {"requests": {
-            "cpu": str(cpu), "memory": f"{memory_gi}Gi", resource_name: "1"}}}]}
-    annotations = {"volcano.sh/card.name": card}
+        "containers": [{"name": "main", "image": "trainer",
+                        "resources": {"requests": requests}}]}
+    annotations = {"volcano.sh/card.name": card} if card else {}
     if group:
         annotations["scheduling.k8s.io/group-name"] = group
     else:
@@ -221,6 +255,8 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
     """The cluster as Kubernetes objects, the same for the same spec."""
     if spec.scene == "tidal":
         return _tidal(spec)
+    if spec.scene == "topology":
+        return _topology(spec)
     # volcano-preempt: every card taken by low-priority gangs, the pending jobs of one
     # high-priority pod each, so preempt (same queue) and reclaim (other queues) have
     # victims on every node.
@@ -383,6 +419,155 @@ def minimum_tidal_evictions(spec: BenchSpec) -> int:
     return gangs * spec.gpus_per_node
 
 
+def _node_name(index: int) -> str:
+    return f"node-{index:05d}"
+
+
+def topology_domains(spec: BenchSpec) -> list[tuple[int, ...]]:
+    """Node i -> the number of its domain at each tier of `TOPOLOGY_TIERS`, lowest first
+    (rack, row, block, superblock): the tree the topology scene's HyperNodes describe."""
+    paths = []
+    for i in range(spec.nodes):
+        path, index = [], i
+        for _, size in TOPOLOGY_TIERS:
+            index //= size
+            path.append(index)
+        paths.append(tuple(path))
+    return paths
+
+
+def _domain_name(tier: int, index: int) -> str:
+    return f"{TOPOLOGY_TIERS[tier - 1][0]}-{index:04d}"
+
+
+def _hypernode(tier: int, index: int, kind: str, members: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+            "metadata": {"name": _domain_name(tier, index)},
+            "spec": {"tier": tier, "tierName": TOPOLOGY_TIERS[tier - 1][0],
+                     "members": [{"type": kind, "selector": {"exactMatch": {"name": name}}}
+                                 for name in members]}}
+
+
+def _topology(spec: BenchSpec) -> list[dict[str, Any]]:
+    """The topology scene (see the module): the same for the same spec."""
+    rng = random.Random(spec.seed)
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": "normal"}, "value": 10000}]
+    queue_names = [f"queue-{q}" for q in range(spec.queues)]
+    objects += [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                 "metadata": {"name": name}, "spec": {"weight": rng.randint(1, 4)}}
+                for name in queue_names]
+    models = list(spec.card_models)
+    whole = replace(spec, mig_every=0)
+    objects += [_node(_node_name(i), models[i % len(models)], whole, False, i % 3)
+                for i in range(spec.nodes)]
+    # The tree, tier by tier: racks hold nodes, every tier above the domains below.
+    paths = topology_domains(spec)
+    members: list[dict[int, list[str]]] = [{} for _ in TOPOLOGY_TIERS]
+    for i, path in enumerate(paths):
+        members[0].setdefault(path[0], []).append(_node_name(i))
+        for tier in range(2, len(TOPOLOGY_TIERS) + 1):
+            below = _domain_name(tier - 1, path[tier - 2])
+            held = members[tier - 1].setdefault(path[tier - 1], [])
+            if not held or held[-1] != below:
+                held.append(below)
+    for tier, domains in enumerate(members, 1):
+        objects += [_hypernode(tier, index, "Node" if tier == 1 else "HyperNode", names)
+                    for index, names in sorted(domains.items())]
+    # Running pods: every other one on a card (8 CPUs, 64 GiB), the rest on CPU alone
+    # (2 CPUs, 8 GiB), as many as fit. Cards are taken rack by rack unevenly (each rack
+    # drawn with a weight of its own, squared so that few racks are busy and many
+    # quiet), on nodes drawn at random within the rack, so free cards are scattered
+    # over nodes and racks.
+    racks = sorted(members[0])
+    with_card = {rack: [i for i, p in enumerate(paths) if p[0] == rack] for rack in racks}
+    cards = [spec.gpus_per_node] * spec.nodes
+    cpus = [spec.cpu_per_node] * spec.nodes
+    slots = [spec.pods_per_node] * spec.nodes
+    memory = [spec.memory_gi_per_node] * spec.nodes
+    draws = rng.choices(range(len(racks)), weights=[rng.random() ** 2 for _ in racks],
+                        k=(spec.running + 1) // 2)
+
+    def take(node: int, on_card: bool) -> bool:
+        cpu, gib = (8, 64) if on_card else (2, 8)
+        if cpus[node] < cpu or memory[node] < gib or not slots[node] or \
+                (on_card and not cards[node]):
+            return False
+        cpus[node] -= cpu
+        memory[node] -= gib
+        slots[node] -= 1
+        cards[node] -= on_card
+        return True
+
+    placed: list[tuple[int, bool]] = []  # (node, on a card) of each running pod
+    for k in range(spec.running):
+        if k % 2 == 0:  # on a card: a node of the drawn rack, or of the next with one
+            for step in range(len(racks)):
+                room = with_card[racks[(draws[k // 2] + step) % len(racks)]]
+                while room:
+                    at = rng.randrange(len(room))
+                    node = room[at]
+                    if take(node, True):
+                        placed.append((node, True))
+                        break
+                    room[at] = room[-1]  # (no card, or no room for the pod, left)
+                    room.pop()
+                else:
+                    continue
+                break
+            else:
+                break  # no card left: the rest would not fit either
+        else:  # on CPU alone: a node drawn at random, or the next with room
+            start = rng.randrange(spec.nodes)
+            node = next((n % spec.nodes for n in range(start, start + spec.nodes)
+                         if take(n % spec.nodes, False)), None)
+            if node is None:
+                break
+            placed.append((node, False))
+    for job, start in enumerate(range(0, len(placed), spec.tasks_per_job)):
+        group, queue = f"running-{job:05d}", rng.choice(queue_names)
+        chunk = placed[start:start + spec.tasks_per_job]
+        objects.append(_podgroup(group, "bench", queue, len(chunk), "normal", "Running"))
+        objects += [_pod(f"{group}-{t}", "bench", group, queue, "",
+                         "nvidia.com/gpu" if on_card else "", 8 if on_card else 2,
+                         64 if on_card else 8, "normal", _node_name(node))
+                    for t, (node, on_card) in enumerate(chunk)]
+    # Pending gangs of one-card pods, each held within one domain of topology_tier.
+    tasks = spec.tasks_pending
+    for j in range(spec.jobs):
+        group, queue = f"train-{j:05d}", rng.choice(queue_names)
+        podgroup = _podgroup(group, "bench", queue, tasks, "normal", "Pending")
+        podgroup["spec"]["networkTopology"] = {"mode": "hard",
+                                               "highestTierAllowed": spec.topology_tier}
+        objects.append(podgroup)
+        objects += [_pod(f"{group}-{t}", "bench", group, queue, "", "nvidia.com/gpu", 8, 64,
+                         "normal") for t in range(tasks)]
+    return objects
+
+
+def topology_check(spec: BenchSpec, binds: dict[str, str]) -> dict[str, Any]:
+    """The topology scene's pending gangs after the sessions, judged from the tree the
+    scene drew (not from the scheduler's): how many are bound whole, how many in part
+    (the gang rule allows none), and how many have pods in more than one domain of
+    their tier (violations: the topology rule allows none)."""
+    paths = {_node_name(i): path for i, path in enumerate(topology_domains(spec))}
+    domains: dict[str, set[int]] = {}
+    bound: dict[str, int] = {}
+    for key, node in binds.items():
+        namespace, name = key.split("/", 1)
+        if namespace != "bench" or not name.startswith("train-"):
+            continue
+        group = name.rsplit("-", 1)[0]
+        bound[group] = bound.get(group, 0) + 1
+        domains.setdefault(group, set()).add(paths[node][spec.topology_tier - 1])
+    whole = sum(1 for count in bound.values() if count >= spec.tasks_pending)
+    return {"tier": spec.topology_tier, "tier_name": TOPOLOGY_TIERS[spec.topology_tier - 1][0],
+            "domains": [len({p[t] for p in paths.values()}) for t in range(len(TOPOLOGY_TIERS))],
+            "gangs": spec.jobs, "bound_whole": whole, "bound_in_part": len(bound) - whole,
+            "violations": sum(1 for found in domains.values() if len(found) > 1)}
+
+
 def _peak_rss_bytes() -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
@@ -452,6 +637,8 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
         minimum = minimum_tidal_evictions(spec)
         figures["minimum_evictions"] = minimum
         figures["evictions_ratio"] = round(evictions / minimum, 3) if minimum else None
+    if spec.scene == "topology":
+        figures["topology"] = topology_check(spec, simulation.report.binds)
     figures["summary"] = summarize(figures)
     return figures
 
@@ -509,6 +696,9 @@ def summarize(figures: dict[str, Any]) -> dict[str, Any]:
         "binds": sum(s["binds"] for s in sessions),
         "evictions": figures["evictions"],
         "pending_after_last": sessions[-1]["pending"],
+        **({"topology_gangs_bound": figures["topology"]["bound_whole"],
+            "topology_violations": figures["topology"]["violations"]}
+           if "topology" in figures else {}),
     }
 
 
@@ -558,6 +748,14 @@ def _cluster_line(figures: dict[str, Any]) -> str:
                 f"pending; {spec['queues']} queues, seed "
                 f"{spec['seed']}{churned}")
     tasks = spec.get("pending_tasks") or spec["tasks_per_job"]
+    if scene == "topology":
+        shape = ", ".join(f"{count} {name}{'s' if count != 1 else ''}" for (name, _), count in
+                          zip(TOPOLOGY_TIERS, figures["topology"]["domains"], strict=True))
+        return (f"cluster (topology): {spec['nodes']} nodes of {spec['gpus_per_node']} GPUs "
+                f"in {shape}; {spec['running']} pods running; {spec['jobs']} gangs x "
+                f"{tasks} one-GPU pods pending, each within one "
+                f"{figures['topology']['tier_name']} (tier {spec['topology_tier']}); seed "
+                f"{spec['seed']}{churned}")
     named = f" ({scene})" if scene in ("overload", "hierarchy") else ""
     return (f"cluster{named}: {spec['nodes']} "
             f"nodes, {figures['pods']} pods ({spec['running']} running, {spec['jobs']} "
@@ -580,6 +778,11 @@ def render(figures: dict[str, Any]) -> str:
                      f"{'-' if ratio is None else f'{ratio:.2f}'}")
     else:
         lines.append(f"evictions: {figures['evictions']}")
+    if "topology" in figures:
+        check = figures["topology"]
+        lines.append(f"topology: {check['bound_whole']} of {check['gangs']} gangs bound whole, "
+                     f"{check['bound_in_part']} in part; {check['violations']} across more "
+                     f"than one {check['tier_name']} (violations)")
     phases: list[str] = []
     for session in figures["sessions"]:
         phases += [p for p in session["phases_ms"] if p not in phases]

@@ -216,7 +216,8 @@ def _bench(args: argparse.Namespace) -> int:
                           queues=args.queues, jobs=jobs, tasks_per_job=args.tasks_per_job,
                           running=args.running, sessions=args.sessions, churn=args.churn,
                           arrive=args.arrive, depart=args.depart, seed=args.seed,
-                          mig_every=args.mig_every, pending_tasks=pending_tasks)
+                          mig_every=args.mig_every, pending_tasks=pending_tasks,
+                          topology_tier=args.topology_tier)
     except ValueError as err:
         print(f"vscheduler: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -230,6 +231,19 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _topology_tier(text: str) -> int:
+    """A tier of the bench's topology scene, by number (1-4) or by name (rack, ...)."""
+    from vscheduler.bench import TOPOLOGY_TIERS
+
+    names = [name for name, _ in TOPOLOGY_TIERS]
+    if text.lower() in names:
+        return names.index(text.lower()) + 1
+    if text.isdigit() and 1 <= int(text) <= len(names):
+        return int(text)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a tier: 1 to {len(names)} or one of {', '.join(names)}")
 
 
 def _shape(text: str) -> tuple[int, int]:
@@ -415,7 +429,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Generate a GPU cluster from a seed, run sessions in-process and print "
                     "the time of each phase, pods placed per second and memory figures.")
     bench.add_argument("--nodes", type=_positive_int, metavar="N",
-                       help="GPU nodes (default 100; overload 5000)")
+                       help="GPU nodes (default 100; overload and topology 5000)")
     bench.add_argument("--gpus-per-node", type=_positive_int, default=8, metavar="N",
                        help="cards on each node (default %(default)s)")
     bench.add_argument("--mig-every", type=_count, default=10, metavar="N",
@@ -426,15 +440,17 @@ def _parser() -> argparse.ArgumentParser:
     pending = bench.add_mutually_exclusive_group()
     pending.add_argument("--jobs", type=_count, metavar="N",
                          help="pending gang jobs, of --tasks-per-job pods each (default "
-                              "20; overload 22500)")
+                              "20; overload 22500; topology 100)")
     pending.add_argument("--shape", type=_shape, metavar="JOBSxTASKS",
                          help="the pending work as JOBS gang jobs of TASKS pods each, "
                               "instead of --jobs jobs of --tasks-per-job pods (which then "
                               "sizes the running jobs only) (default: not given)")
     bench.add_argument("--tasks-per-job", type=_positive_int, metavar="N",
-                       help="pods in each job, running or pending (default 4)")
+                       help="pods in each job, running or pending (default 4; topology "
+                            "64)")
     bench.add_argument("--running", type=_count, metavar="N",
-                       help="pods already running (default 200; overload 60000)")
+                       help="pods already running (default 200; overload 60000; "
+                            "topology 40000)")
     bench.add_argument("--sessions", type=_positive_int, default=1, metavar="N",
                        help="sessions to run (default %(default)s)")
     bench.add_argument("--churn", type=_count, default=0, metavar="N",
@@ -449,8 +465,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(default: --churn)")
     bench.add_argument("--seed", type=_int, default=1, metavar="N",
                        help="seed of the generated cluster (default %(default)s)")
-    bench.add_argument("--scene", choices=("default", "tidal", "volcano-preempt", "overload",
-                                           "hierarchy"),
+    scene = bench.add_mutually_exclusive_group()
+    scene.add_argument("--scene", choices=("default", "tidal", "volcano-preempt", "overload",
+                                           "hierarchy", "topology"),
                        default="default",
                        help="the cluster: default (running and pending gang jobs); tidal "
                             "(every node full with one training gang, --jobs one-GPU "
@@ -463,7 +480,20 @@ def _parser() -> argparse.ArgumentParser:
                             "far more than the cards left); hierarchy (the default cluster "
                             "with its --queues as the leaves of a tree of departments, ten "
                             "to a parent, capacity's enableHierarchy in place of "
-                            "proportion) (default %(default)s)")
+                            "proportion); topology (5,000 nodes under HyperNodes: racks of "
+                            "16 nodes, rows of 4 racks, blocks of 4 rows, superblocks of 5 "
+                            "blocks; 40,000 pods running, every other on a card, cards "
+                            "taken unevenly rack by rack; 100 gangs of 64 one-GPU pods "
+                            "pending, each held within one domain of --topology-tier; Volcano's "
+                            "default conf with network-topology-aware; reports the gangs "
+                            "bound and those spread over more than one domain) (default "
+                            "%(default)s)")
+    scene.add_argument("--topology", dest="scene", action="store_const", const="topology",
+                       help="the topology scene: the same as --scene topology")
+    bench.add_argument("--topology-tier", type=_topology_tier, default=1, metavar="TIER",
+                       help="topology scene: the tier each pending gang is held within, by "
+                            "number or name: 1 rack, 2 row, 3 block, 4 superblock (default "
+                            "1, rack)")
     bench.add_argument("--conf", help="conf to run (default: the scene's; for the default "
                                       "scene Volcano's default conf with capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
