@@ -791,6 +791,9 @@ def _custom_cells(obj: Obj, printer: list[Obj]) -> list[Any]:
             value = _age(value)
         elif isinstance(value, (dict, list)):
             value = json.dumps(value)
+        elif isinstance(value, (bool, int, float)) and col.get("type", "string") == "string":
+            # A string column gives a value's text (Volcano's Tier column holds an integer).
+            value = json.dumps(value)
         cells.append(value)
     return cells
 

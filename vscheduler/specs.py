@@ -200,9 +200,12 @@ class HyperNodeMember:
 class HyperNodeSpec:
     """What the scheduler reads of a `topology.volcano.sh/v1alpha1` HyperNode: a network
     domain (a leaf switch, a rack, a block) at a `tier` (lower: closer), named by
-    `tier_name` if it says, and its members (`vscheduler.topology` builds the tree)."""
+    `tier_name` if it says, and its members (`vscheduler.topology` builds the tree).
+    `uid` is the object's, which the Warnings about it name (kubectl describe finds a
+    cluster-scoped object's events by uid)."""
 
     name: str
     tier: int
     tier_name: str = ""
     members: tuple[HyperNodeMember, ...] = ()
+    uid: str = ""

@@ -382,6 +382,9 @@ class KubeWriter:
         elif cache is not None and kind == "Queue":
             found = cache.queues.get(name)
             uid = found.meta_uid if found is not None else ""
+        elif cache is not None and kind == "HyperNode":
+            hypernode = cache.hypernodes.get(name)
+            uid = hypernode.uid if hypernode is not None else ""
         involved = {"apiVersion": api_version, "kind": kind, "namespace": namespace,
                     "name": name, "uid": uid, "resourceVersion": resource_version}
         # Cluster-scoped objects' events live in "default", as client-go puts them.
