@@ -194,3 +194,41 @@ def test_hierarchy_example(capsys):
     gpus = {name: q["allocated"].get("nvidia.com/gpu") for name, q in report["queues"].items()}
     assert (gpus["research"], gpus["research-nlp"], gpus["research-vision"],
             gpus["product"], gpus["root"]) == ("8", "4", "4", "6", "14")
+
+
+def _rack(node: str) -> str:
+    return node.split("-")[1]  # gpu-a1-0: rack a1, in block a
+
+
+def _topology_example(capsys, example: str, conf: str) -> dict:
+    report = _report(capsys, str(ROOT / f"examples/{example}"), "--conf", str(ROOT / conf))
+    gangs: dict[str, list[str]] = {}
+    for pod, node in report["binds"].items():
+        gangs.setdefault(pod.split("/")[1].rsplit("-", 1)[0], []).append(node)
+    # llm-rack (hard, tier 1) fills rack-a1 beside the serving pod; llm-block (hard,
+    # tier name block) is too big for a rack and goes to block-b; eval-soft fills what
+    # is left of rack-b2
+    assert {name: sorted({_rack(n) for n in nodes}) for name, nodes in gangs.items()} == {
+        "llm-rack": ["a1"], "llm-block": ["b1", "b2"], "eval-soft": ["b2"]}
+    assert [len(gangs[name]) for name in ("llm-rack", "llm-block", "eval-soft")] == [3, 6, 2]
+    # wide-rack (three 8-GPU workers within one rack of two nodes) waits, saying why
+    assert set(report["pendingJobs"]) == {"ml/wide-rack"}
+    assert report["pendingJobs"]["ml/wide-rack"]["reasons"][0] == (
+        "no HyperNode of tier 1 or lower has free room for the 3 pods the gang still needs")
+    return report
+
+
+def test_topology_example_places_gangs_within_their_racks_and_blocks(capsys):
+    _topology_example(capsys, "topology.yaml", "conf/topology.conf")
+
+
+def test_topology_labels_example_makes_the_same_tree_from_node_labels(capsys):
+    by_labels = _topology_example(capsys, "topology-labels.yaml", "conf/topology-labels.conf")
+    by_hypernodes = _report(capsys, str(ROOT / "examples/topology.yaml"), "--conf",
+                            str(ROOT / "conf/topology.conf"))
+    assert by_labels["binds"] == by_hypernodes["binds"]
+    # without the label keys there is no tree: the gangs go anywhere, wide-rack too
+    flat = _report(capsys, str(ROOT / "examples/topology-labels.yaml"), "--conf",
+                   str(ROOT / "conf/topology.conf"))
+    assert not flat["pendingJobs"].get("ml/wide-rack")
+    assert sum(k.startswith("ml/wide-rack") for k in flat["binds"]) == 3
