@@ -610,3 +610,21 @@ def test_topology_scene_runs_the_conf_kept_in_conf_dir():
               encoding="utf-8") as handle:
         assert yaml.safe_load(handle) == yaml.safe_load(TOPOLOGY_CONF)
     assert "network-topology-aware" in parse_conf(TOPOLOGY_CONF).plugin_names()
+
+
+def test_bench_fails_when_a_gang_is_across_domains(capsys, monkeypatch):
+    import vscheduler.bench
+
+    real = vscheduler.bench.topology_check
+
+    def one_wrong(spec, binds):
+        return {**real(spec, binds), "violations": 1}
+
+    flags = ["bench", "--topology", "--nodes", "20", "--running", "0", "--jobs", "1",
+             "--tasks-per-job", "4", "--no-memory"]
+    assert main(flags) == 0
+    monkeypatch.setattr(vscheduler.bench, "topology_check", one_wrong)
+    assert main(flags) == 1
+    captured = capsys.readouterr()
+    assert "1 across more than one rack (violations)" in captured.out
+    assert "vscheduler: 1 gang(s) across more than one rack, 0 bound in part" in captured.err
