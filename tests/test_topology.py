@@ -383,11 +383,6 @@ def test_tree_with_two_parents_warns_and_only_topology_gangs_wait() -> None:
             "HyperNodes are not ready for scheduling: HyperNode s0 already has a parent")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "allocate_by_topology (framework/topology_placement.py) places a job whose limit does "
-    "not resolve (hard without a tier, or a tier name no HyperNode has) anywhere before it "
-    "looks at topology.ready; Volcano's allocate skips every job with a networkTopology "
-    "block while the HyperNodes are not ready (JobInfo.ContainsNetworkTopology)"))
 def test_tree_not_ready_holds_even_topologies_without_a_tier() -> None:
     objects = [node("n1"), hypernode("s0", 1, nodes=["n1"]),
                hypernode("up-a", 2, children=["s0"]), hypernode("up-b", 2, children=["s0"]),

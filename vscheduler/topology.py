@@ -70,6 +70,7 @@ class Topology:
                 known = self.tier_names.get(domain.tier_name)
                 self.tier_names[domain.tier_name] = max(domain.tier, known or domain.tier)
         self._containing: dict[str, list[Domain]] | None = None
+        self._known: frozenset[str] | None = None
         # node -> the lowest-tier domain holding it (ties: the first by name)
         self.leaf: dict[str, Domain] = {}
         for domain in sorted(self.domains.values(), key=lambda d: (d.tier, d.name)):
@@ -119,10 +120,16 @@ class Topology:
         return self.top
 
     def holding(self, nodes: Iterable[str]) -> Domain | None:
-        """The lowest domain holding every node of `nodes` (None for no nodes)."""
+        """The lowest domain holding every node of `nodes` (None for no nodes). A node
+        the cluster does not have (gone, with pods still on record) says nothing of
+        where a gang is: it is passed over."""
         found: Domain | None = None
+        known = self._known
+        if known is None:
+            known = self._known = frozenset(self.top.nodes)
         for node in nodes:
-            found = self.lowest_common(found, self.leaf_of(node))
+            if node in known:
+                found = self.lowest_common(found, self.leaf_of(node))
         return found
 
     def limit(self, wanted: NetworkTopology | None) -> int | None:

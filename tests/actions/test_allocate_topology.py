@@ -174,15 +174,7 @@ def _leaf_of(bound_node: str) -> str:
     return bound_node.split("-")[0]
 
 
-UNKNOWN_NODES = pytest.mark.xfail(strict=True, reason=(
-    "pods running on nodes the session does not know count as spanning the virtual top "
-    "(Topology.holding via leaf_of), so the job's hard limit can never be met: "
-    "topology_placement.allocate_by_topology waits with 'its pods already span "
-    "<cluster-top-hypernode>'"))
-
-
-@pytest.mark.parametrize("number", [
-    pytest.param(n, marks=UNKNOWN_NODES) if n == 23 else n for n in sorted(CASES)])
+@pytest.mark.parametrize("number", sorted(CASES))
 def test_volcano_allocate_with_network_topologies(number: int) -> None:
     """Volcano's TestAllocateWithNetWorkTopologies, case `number` (same order)."""
     case = CASES[number]

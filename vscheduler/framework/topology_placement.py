@@ -63,13 +63,13 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
     """Place `job`'s tasks within one domain its topology allows (see the module)."""
     topology = session.topology
     assert topology is not None
-    limit = topology.limit(job.spec.network_topology)
-    if limit is None:
-        return place(session, job, queue, tasks, None)
-    if not topology.ready:
+    if not topology.ready:  # (every job with a networkTopology waits, as in Volcano)
         problems = "; ".join(why for _, why in topology.problems)
         session.explain_job(job, f"HyperNodes are not ready for scheduling: {problems}")
         return None
+    limit = topology.limit(job.spec.network_topology)
+    if limit is None:
+        return place(session, job, queue, tasks, None)
     placed = any(t.node_name for t in job.tasks_in(_PLACED))
     root = search_root(session, job)
     if root is None:
@@ -105,14 +105,14 @@ def search_root(session: Session, job: Job) -> Domain | None:
     assert topology is not None
     limit = topology.limit(job.spec.network_topology)
     placed = [t.node_name for t in job.tasks_in(_PLACED) if t.node_name]
-    if not placed or limit is None:
+    held = topology.holding(placed) if placed and limit is not None else None
+    if held is None:  # (nothing placed on a node the cluster has)
         return topology.top
-    held = topology.holding(placed)
-    widest = topology.widest_allowed(held, limit) if held is not None else None
+    widest = topology.widest_allowed(held, limit)
     if widest is None:
         session.explain_job(job, (
-            f"its pods already span HyperNode {held.name if held else '?'} of tier "
-            f"{held.tier if held else '?'}, above the highest tier it allows ({limit})"))
+            f"its pods already span HyperNode {held.name} of tier {held.tier}, above the "
+            f"highest tier it allows ({limit})"))
     return widest
 
 
