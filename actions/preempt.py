@@ -71,7 +71,7 @@ class Preempt(Action):
             jobs = starving[queue.name]
             while jobs:
                 self._between_jobs(session, between_jobs, jobs.pop())
-            for job in under_request[queue.name]:
+            for job in [j for j in under_request[queue.name] if not confined(session, j)]:
                 self._within_job(session, within_job, job)
 
     @staticmethod

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import conf, gang, node, pod, podgroup, simulate
+from tests.builders import conf, gang, node, pod, podgroup, priority_class, simulate
 from vscheduler.objects import BadObject, parse_hypernode, parse_podgroup
 from vscheduler.simulate import Simulation
 from vscheduler.specs import HyperNodeMember, HyperNodeSpec, NetworkTopology
@@ -471,3 +471,30 @@ def test_pathological_pattern_does_not_stall_the_session() -> None:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert report["binds"]
+
+
+def test_preempt_leaves_a_hard_limited_gang_to_its_domain() -> None:
+    """A gang limited to rack t1 (node n0, a pod short of room) must not be pipelined by
+    preempt onto n1, in no HyperNode, though n1 is empty (the property in
+    tests/test_invariants.py found preempt's pass within a job doing so)."""
+    text = """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: nodeorder},
+            {name: network-topology-aware}]
+"""
+    simulation = Simulation(conf(text))
+    simulation.load([(f"t#{i}", obj) for i, obj in enumerate([
+        priority_class("high", 1000), node("n0", cpu="2"), node("n1", cpu="2"),
+        hypernode("t1", 1, nodes=["n0"]), hypernode("t2", 2, children=["t1"]),
+        *_limited("first", 1, {"highestTierAllowed": 1})])])
+    simulation.step()
+    late = _limited("late", 1, {"highestTierAllowed": 1}, cpu="2")
+    for obj in late:
+        obj["spec"]["priorityClassName"] = "high"
+    simulation.load([(f"late#{i}", obj) for i, obj in enumerate(late)])
+    simulation.step()
+    report = simulation.report.as_dict()
+    assert report["binds"] == {"default/first-0": "n0"}
+    assert report["pipelined"] == {} and report["evictions"] == []
