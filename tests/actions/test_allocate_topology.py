@@ -160,8 +160,9 @@ CASES = {
              within=("s1-n3", "s1-n4")),
     22: Case("A+names", topology_group(3, "hard", tier_name=JOB_SPEC), RUN_S0, 1,
              within=("s1-n3", "s1-n4")),
-    # p1 and p2 run on nodes this cluster does not have (Volcano's job carries its
-    # allocated HyperNode s3 in an annotation; ours is worked out from its pods)
+    # p1 and p2 run on nodes this cluster does not have: they say nothing of where the
+    # job is (Volcano's fixture pins it to s3 by an annotation), so p3 goes where a
+    # tier-2 domain allows, s1 or s2
     23: Case("B+names", topology_group(2, "hard", tier_name=JOB_SPEC), RUN_S0, 1),
     24: Case("A+names", topology_group(2, "hard", tier_name=TASK_SPEC), RUN_S0, 0),
     # a tier name no HyperNode has is no limit: the job goes the ordinary way
