@@ -95,8 +95,10 @@ class NetworkTopologyPlugin(Plugin):
         self.topology = session.topology
         # domain -> what its nodes use, counted when first asked, then moved by events
         self.used: dict[str, Resource] = {}
-        # job uid -> (the session's change count, where its placed pods are)
+        # job uid -> (the session's change count, where its placed pods are; what its
+        # pending pods ask)
         self._placed_in: dict[str, tuple[int, Domain | None]] = {}
+        self._requests: dict[str, tuple[int, Resource]] = {}
 
     # ---------------------------------------------------------------- domains
 
@@ -124,11 +126,22 @@ class NetworkTopologyPlugin(Plugin):
         return self.session.keep(f"{self.name}.allocatable.{domain.name}",
                                  (self.session.node_specs, id(self.topology)), build)
 
-    @hookimpl
-    def domain_order(self, job: Job, domain: Domain) -> float:
+    def _request(self, job: Job) -> Resource:
+        """What the job's pending pods ask, summed once per job while no node changes
+        (allocate scores every candidate domain for the same gang)."""
+        changes = len(self.session.node_changes)
+        known = self._requests.get(job.uid)
+        if known is not None and known[0] == changes:
+            return known[1]
         request = Resource()
         for task in job.tasks_in(TaskStatus.PENDING):
             request.add(task.resreq)
+        self._requests[job.uid] = (changes, request)
+        return request
+
+    @hookimpl
+    def domain_order(self, job: Job, domain: Domain) -> float:
+        request = self._request(job)
         used, allocatable = self._used(domain), self._allocatable(domain)
         score, weights = 0.0, 0
         for name, weight in self.weights.items():

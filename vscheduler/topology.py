@@ -127,9 +127,10 @@ class Topology:
         known = self._known
         if known is None:
             known = self._known = frozenset(self.top.nodes)
-        for node in nodes:
-            if node in known:
-                found = self.lowest_common(found, self.leaf_of(node))
+        leaves = {id(leaf): leaf for leaf in (self.leaf_of(node) for node in nodes
+                                              if node in known)}
+        for leaf in leaves.values():  # (a gang's pods share few leaves: each once)
+            found = self.lowest_common(found, leaf)
         return found
 
     def limit(self, wanted: NetworkTopology | None) -> int | None:

@@ -17,9 +17,9 @@ domain around them that its tier allows (Volcano's rule); one whose pods already
 wider domain waits, saying so. Soft mode asks for the top tier: the smallest domain that
 holds the gang first, and the whole cluster last, so it is never refused for topology.
 
-Evictions do not place by topology yet: reclaim, preempt and backfill leave a job with a
-hard limit below the top to allocate (`confined`), so no action places a pod of one
-outside its domain.
+A job with a hard limit below the top (`confined`) is left to allocate by backfill, and
+reclaim and preempt make room for it within one domain (`topology_eviction.py`), so no
+action places a pod of one outside its domain.
 """
 
 from __future__ import annotations
