@@ -114,17 +114,19 @@ class NetworkTopologyPlugin(Plugin):
         return used
 
     def _allocatable(self, domain: Domain) -> Resource:
-        """What the domain's nodes offer, summed (kept while the nodes' specs are)."""
-        def build() -> Resource:
-            total = Resource()
+        """What the domain's nodes offer, summed (kept with the tree: a change to the
+        nodes' specs builds another)."""
+        assert self.topology is not None
+        sums = self.topology.memo.setdefault(f"{self.name}.allocatable", {})
+        total = sums.get(domain.name)
+        if total is None:
+            total = sums[domain.name] = Resource()
             nodes = self.session.nodes
             for name in domain.nodes:
                 node = nodes.get(name)
                 if node is not None:
                     total.add(node.allocatable)
-            return total
-        return self.session.keep(f"{self.name}.allocatable.{domain.name}",
-                                 (self.session.node_specs, id(self.topology)), build)
+        return total
 
     def _request(self, job: Job) -> Resource:
         """What the job's pending pods ask, summed once per job while no node changes
@@ -149,10 +151,10 @@ class NetworkTopologyPlugin(Plugin):
             if amount <= 0:
                 continue
             capacity = allocatable.get(name)
-            if capacity > 0 and weight:
-                total = used.get(name) + amount
-                if total > capacity:
-                    return 0.0
+            total = used.get(name) + amount
+            if total > capacity:
+                return 0.0  # (the gang would overflow it: it holds no room for it)
+            if weight:
                 score += weight * total / capacity
             weights += weight
         return (score / weights if weights else 0.0) * MAX_SCORE * self.weight

@@ -280,9 +280,13 @@ class Cache:
         self.budgets.pop(key, None)
 
     def add_hypernode(self, hypernode: HyperNodeSpec) -> None:
+        known = self.hypernodes.get(hypernode.name)
+        self.hypernodes[hypernode.name] = hypernode
+        if known is not None and (known.tier, known.tier_name, known.members) == (
+                hypernode.tier, hypernode.tier_name, hypernode.members):
+            return  # (a status written by its controller: the tree is the same)
         self.generation += 1
         self.hypernode_changes += 1
-        self.hypernodes[hypernode.name] = hypernode
 
     def delete_hypernode(self, name: str) -> None:
         self.generation += 1

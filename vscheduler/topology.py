@@ -71,6 +71,10 @@ class Topology:
                 self.tier_names[domain.tier_name] = max(domain.tier, known or domain.tier)
         self._containing: dict[str, list[Domain]] | None = None
         self._known: frozenset[str] | None = None
+        self._node_sets: dict[str, frozenset[str]] = {}
+        # What plugins derive from the tree and the nodes' specs, neither of which
+        # changes for one Topology (a change builds another).
+        self.memo: dict[str, Any] = {}
         # node -> the lowest-tier domain holding it (ties: the first by name)
         self.leaf: dict[str, Domain] = {}
         for domain in sorted(self.domains.values(), key=lambda d: (d.tier, d.name)):
@@ -120,17 +124,26 @@ class Topology:
         return self.top
 
     def holding(self, nodes: Iterable[str]) -> Domain | None:
-        """The lowest domain holding every node of `nodes` (None for no nodes). A node
-        the cluster does not have (gone, with pods still on record) says nothing of
-        where a gang is: it is passed over."""
-        found: Domain | None = None
+        """The lowest domain holding every node of `nodes` (ties: the first by name;
+        None for no nodes). A node the cluster does not have (gone, with pods still on
+        record) says nothing of where a gang is: it is passed over."""
         known = self._known
         if known is None:
             known = self._known = frozenset(self.top.nodes)
-        leaves = {id(leaf): leaf for leaf in (self.leaf_of(node) for node in nodes
-                                              if node in known)}
-        for leaf in leaves.values():  # (a gang's pods share few leaves: each once)
-            found = self.lowest_common(found, leaf)
+        wanted = {node for node in nodes if node in known}
+        if not wanted:
+            return None
+        first = next(iter(sorted(wanted)))
+        for domain in sorted(self.containing.get(first, ()), key=lambda d: (d.tier, d.name)):
+            if wanted <= self.node_set(domain):
+                return domain
+        return self.top
+
+    def node_set(self, domain: Domain) -> frozenset[str]:
+        """The names of `domain`'s nodes, as a set (made when first asked)."""
+        found = self._node_sets.get(domain.name)
+        if found is None:
+            found = self._node_sets[domain.name] = frozenset(domain.nodes)
         return found
 
     def limit(self, wanted: NetworkTopology | None) -> int | None:

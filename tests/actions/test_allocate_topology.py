@@ -252,3 +252,34 @@ def test_gang_wider_than_a_leaf_spans_two_leaves_not_three() -> None:
     assert len(report["binds"]) == 4
     per_leaf = Counter(_leaf_of(n) for n in report["binds"].values())
     assert sorted(per_leaf.values()) == [2, 2]
+
+
+def test_a_ready_job_tries_every_domain_for_its_next_pod() -> None:
+    """A gang already ready takes its next pod in another rack of its block when the
+    first rack tried has no room: an empty try is no placement (Volcano skips it too)."""
+    objects = [queue("q1"), node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="1"),
+               hypernode("r0", 1, nodes=["n1"]), hypernode("r1", 1, nodes=["n2", "n3"]),
+               hypernode("b", 2, children=["r0", "r1"])]
+    group = podgroup("pg", 1, queue="q1")
+    group["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 2}
+    objects += [group, *(pod(f"p{i}", cpu="1", memory="1Gi", group="pg", queue="q1")
+                         for i in range(4))]
+    report = simulate(objects, CONF, sessions=2)
+    assert sorted(report["binds"].values()) == ["n1", "n2", "n3"]
+    assert report["pending"]["default/p3"] == [
+        "In hyperNode b: 0/3 nodes are available: 3 Insufficient cpu."]
+
+
+def test_a_node_in_two_hypernodes_of_a_tier_does_not_split_a_gang() -> None:
+    """n2 is in racks a and b: a gang placed on n2 and n3 is within b, and its third
+    pod goes there too (not refused as spread over the whole cluster)."""
+    objects = [queue("q1"), node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="2"),
+               hypernode("a", 1, nodes=["n1", "n2"]), hypernode("b", 1, nodes=["n2", "n3"]),
+               pod("busy", cpu="1", node_name="n1")]
+    group = podgroup("pg", 2, queue="q1")
+    group["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    objects += [group, *(pod(f"p{i}", cpu="1", memory="1Gi", group="pg", queue="q1")
+                         for i in range(3))]
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"].values()) == ["n2", "n3", "n3"]
+    assert report["pending"] == {}

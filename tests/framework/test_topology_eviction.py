@@ -89,3 +89,18 @@ def test_a_gang_with_pods_placed_is_freed_room_only_beside_them() -> None:
     report = simulate(objects, CONF)
     assert {rack_of(n) for n in report["pipelined"].values()} == {"r1"}
     assert {e["node"] for e in report["evictions"]} == {"r1n1"}
+
+
+def test_nothing_is_evicted_for_a_topology_gang_while_the_tree_is_not_ready() -> None:
+    """A second parent claims rack r0: gangs that ask for a topology wait for the tree
+    to be mended (allocate would not place them), so reclaim evicts nothing for one,
+    soft or hard."""
+    for wanted in ({"mode": "soft"}, {"mode": "hard", "highestTierAllowed": 1}):
+        objects = [*racks(None), hypernode("other", 2, children=("r0",))]
+        for o in objects:
+            if o["kind"] == "PodGroup" and o["metadata"]["name"] == "g":
+                o["spec"]["networkTopology"] = wanted
+        report = simulate(objects, CONF)
+        assert report["evictions"] == [] and report["pipelined"] == {}, wanted
+        assert report["pending"]["default/g-0"][0].startswith(
+            "HyperNodes are not ready for scheduling")

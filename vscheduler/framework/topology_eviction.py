@@ -45,6 +45,8 @@ def evict_within_domain(session: Session, policy: VictimPolicy, job: Job,
                         attempt: Attempt) -> None:
     """Make room for `job` within the one domain where it takes fewest evictions, and
     commit it if the job is then pipelined (see the module)."""
+    if session.topology is None or not session.topology.ready:
+        return  # (the job waits for the tree to be mended: allocate says so)
     chosen = _cheapest_domain(session, policy, job, attempt)
     if chosen is None:
         session.explain_job(job, (
@@ -62,7 +64,7 @@ def evict_within_domain(session: Session, policy: VictimPolicy, job: Job,
 def _cheapest_domain(session: Session, policy: VictimPolicy, job: Job,
                      attempt: Attempt) -> Domain | None:
     topology = session.topology
-    if topology is None:
+    if topology is None or not topology.ready:
         return None
     root = search_root(session, job)
     limit = topology.limit(job.spec.network_topology)

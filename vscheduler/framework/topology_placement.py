@@ -49,10 +49,14 @@ Place = Callable[["Session", Job, Queue, PriorityQueue[Task], Domain | None], St
 
 def confined(session: Session, job: Job) -> bool:
     """Whether `job` must stay within a domain below the top (a hard limit that
-    resolves to a lower tier): only allocate places its pods."""
+    resolves to a lower tier), or waits, with every job that asks for a topology, for
+    the tree to be mended: backfill leaves it to allocate, and reclaim and preempt
+    evict for it only within a domain (`topology_eviction`)."""
     topology = session.topology
     if topology is None or job.spec.network_topology is None:
         return False
+    if not topology.ready:
+        return True
     limit = topology.limit(job.spec.network_topology)
     return limit is not None and limit < topology.max_tier
 
@@ -76,7 +80,8 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
         return None
     lacking, least = least_request(job)
     tried = False
-    for group in topology.candidates(root, limit):
+    groups = topology.candidates(root, limit)
+    for group in groups:
         ranked = [d for d in group if placed or room.may_hold(d, least)]
         if len(ranked) > 1 and session.has_domain_order:
             scores = {d.name: session.domain_order(job, d) for d in ranked}
@@ -87,10 +92,14 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
             trial = tasks.copy()
             statement = place(session, job, queue, trial,
                               None if domain is topology.top else domain)
-            if statement is not None:
+            if statement is not None and statement.operations:
                 tasks.adopt(trial)
                 return statement
-    if not tried:
+            if statement is not None:  # (ready already, and nothing placed here)
+                statement.discard()
+    if not groups:
+        session.explain_job(job, f"no HyperNode of tier {limit} or lower exists")
+    elif not tried:
         session.explain_job(job, (
             f"no HyperNode of tier {limit} or lower has free room for the {lacking} "
             f"pod{'s' if lacking != 1 else ''} the gang still needs"))
