@@ -32,7 +32,7 @@ from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
 from vscheduler.framework.statement import Statement
-from vscheduler.framework.topology_eviction import evict_within_domain
+from vscheduler.framework.topology_eviction import evict_for_job
 from vscheduler.framework.topology_placement import confined
 from vscheduler.model import PREEMPTABLE_STATUSES, Job, Queue
 from vscheduler.plugin import Action
@@ -89,15 +89,7 @@ class Preempt(Action):
                 else:
                     evict_for(session, statement, narrowed, task)  # (it says why)
 
-        if confined(session, job):
-            evict_within_domain(session, policy, job, attempt)
-            return
-        statement = session.statement()
-        attempt(statement, policy)
-        if session.job_pipelined(job):
-            statement.commit()
-        else:
-            statement.discard()
+        evict_for_job(session, policy, job, attempt)
 
     @staticmethod
     def _within_job(session: Session, policy: VictimPolicy, job: Job) -> None:

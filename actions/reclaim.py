@@ -27,8 +27,7 @@ from vscheduler.framework.placement import placeable_tasks
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.session import Session
 from vscheduler.framework.statement import Statement
-from vscheduler.framework.topology_eviction import evict_within_domain
-from vscheduler.framework.topology_placement import confined
+from vscheduler.framework.topology_eviction import evict_for_job
 from vscheduler.model import Job, Queue, TaskStatus
 from vscheduler.plugin import Action
 
@@ -78,15 +77,7 @@ class Reclaim(Action):
         def attempt(statement: Statement, narrowed: VictimPolicy) -> None:
             Reclaim._reclaim_tasks(session, narrowed, queue, job, statement)
 
-        if confined(session, job):
-            evict_within_domain(session, policy, job, attempt)
-            return
-        statement = session.statement()
-        attempt(statement, policy)
-        if session.job_pipelined(job):
-            statement.commit()
-        else:
-            statement.discard()
+        evict_for_job(session, policy, job, attempt)
 
     @staticmethod
     def _reclaim_tasks(session: Session, policy: VictimPolicy, queue: Queue, job: Job,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from vscheduler.framework.eviction import VictimPolicy
 from vscheduler.framework.statement import Statement
-from vscheduler.framework.topology_placement import least_request, search_root
+from vscheduler.framework.topology_placement import confined, least_request, search_root
 from vscheduler.model import Job
 from vscheduler.resources import Resource
 from vscheduler.topology import Domain
@@ -31,7 +31,7 @@ from vscheduler.topology import Domain
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["MAX_DOMAINS", "evict_within_domain"]
+__all__ = ["MAX_DOMAINS", "evict_for_job", "evict_within_domain"]
 
 # Domains tried per job: each try plans evictions for the whole gang.
 MAX_DOMAINS = 16
@@ -39,6 +39,22 @@ MAX_DOMAINS = 16
 # The action's pass over a job's pending pods, evicting into the statement with the
 # policy given; afterwards the session says whether the job is pipelined.
 Attempt = Callable[[Statement, VictimPolicy], None]
+
+
+def evict_for_job(session: Session, policy: VictimPolicy, job: Job,
+                  attempt: Attempt) -> None:
+    """Make room for `job` by `attempt`, its action's pass over the job's pods, and keep
+    it only if the job is then pipelined: within one domain for a job confined to one
+    (`evict_within_domain`), else on any node."""
+    if confined(session, job):
+        evict_within_domain(session, policy, job, attempt)
+        return
+    statement = session.statement()
+    attempt(statement, policy)
+    if session.job_pipelined(job):
+        statement.commit()
+    else:
+        statement.discard()
 
 
 def evict_within_domain(session: Session, policy: VictimPolicy, job: Job,
