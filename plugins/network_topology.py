@@ -105,12 +105,8 @@ class NetworkTopologyPlugin(Plugin):
     def _used(self, domain: Domain) -> Resource:
         used = self.used.get(domain.name)
         if used is None:
-            used = self.used[domain.name] = Resource()
-            nodes = self.session.nodes
-            for name in domain.nodes:
-                node = nodes.get(name)
-                if node is not None:
-                    used.add(node.used)
+            used = self.used[domain.name] = Topology.summed(
+                domain, self.session.nodes, lambda node: node.used)
         return used
 
     def _allocatable(self, domain: Domain) -> Resource:
@@ -120,12 +116,8 @@ class NetworkTopologyPlugin(Plugin):
         sums = self.topology.memo.setdefault(f"{self.name}.allocatable", {})
         total = sums.get(domain.name)
         if total is None:
-            total = sums[domain.name] = Resource()
-            nodes = self.session.nodes
-            for name in domain.nodes:
-                node = nodes.get(name)
-                if node is not None:
-                    total.add(node.allocatable)
+            total = sums[domain.name] = Topology.summed(
+                domain, self.session.nodes, lambda node: node.allocatable)
         return total
 
     def _request(self, job: Job) -> Resource:

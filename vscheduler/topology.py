@@ -20,11 +20,12 @@ exactly.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vscheduler.matching import compile_name_pattern, expression_matches, selector_matches
+from vscheduler.resources import Resource
 from vscheduler.specs import HyperNodeMember, HyperNodeSpec, NetworkTopology
 
 __all__ = ["TOP", "Domain", "Topology", "from_hypernodes", "from_labels"]
@@ -138,6 +139,18 @@ class Topology:
             if wanted <= self.node_set(domain):
                 return domain
         return self.top
+
+    @staticmethod
+    def summed(domain: Domain, nodes: Mapping[str, Any],
+               amount: Callable[[Any], Resource]) -> Resource:
+        """`amount` of each of `domain`'s nodes found in `nodes` (the session's, by
+        name), summed as a new resource."""
+        total = Resource()
+        for name in domain.nodes:
+            node = nodes.get(name)
+            if node is not None:
+                total.add(amount(node))
+        return total
 
     def node_set(self, domain: Domain) -> frozenset[str]:
         """The names of `domain`'s nodes, as a set (made when first asked)."""

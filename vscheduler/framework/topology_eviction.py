@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from vscheduler.framework.eviction import VictimPolicy
 from vscheduler.framework.statement import Statement
 from vscheduler.framework.topology_placement import confined, least_request, search_root
-from vscheduler.model import Job
+from vscheduler.model import Job, Node
 from vscheduler.resources import Resource
-from vscheduler.topology import Domain
+from vscheduler.topology import Domain, Topology
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
@@ -93,14 +93,9 @@ def _cheapest_domain(session: Session, policy: VictimPolicy, job: Job,
         for domain in group:
             if domain is topology.top:
                 continue
-            total, free = Resource(), Resource()
-            for name in domain.nodes:
-                node = nodes.get(name)
-                if node is not None:
-                    total.add(node.allocatable)
-                    free.add(node.future_idle())
+            total = Topology.summed(domain, nodes, lambda node: node.allocatable)
             if need.first_insufficient(total) is None:
-                offered.append((domain, free))
+                offered.append((domain, Topology.summed(domain, nodes, Node.future_idle)))
     # Fullest of free room first (by the share of the need it already covers), then
     # the lower tier, then by name.
     offered.sort(key=lambda pair: (-_covered(need, pair[1]), pair[0].tier, pair[0].name))

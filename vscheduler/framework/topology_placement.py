@@ -174,12 +174,8 @@ class DomainRoom:
         self._refresh()
         total = self.sums.get(domain.name)
         if total is None:
-            total = self.sums[domain.name] = Resource()
-            nodes = self.session.nodes
-            for name in domain.nodes:
-                node = nodes.get(name)
-                if node is not None:
-                    total.add(self._count(node))
+            total = self.sums[domain.name] = Topology.summed(
+                domain, self.session.nodes, self._count)
         return total
 
     def _count(self, node: Node) -> Resource:
