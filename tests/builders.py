@@ -197,3 +197,21 @@ def load_cache(objects: list[dict[str, Any]],
 def open_session(objects: list[dict[str, Any]], conf_text: str | None = None) -> Session:
     """A session opened on the objects (plugins opened, no action run yet)."""
     return Session(load_cache(objects, conf_text=conf_text).snapshot(), conf(conf_text))
+
+
+def hypernode(name: str, tier: int | None, *, nodes: list[str] | tuple[str, ...] = (),
+              children: list[str] | tuple[str, ...] = (), tier_name: str | None = None,
+              members: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A `topology.volcano.sh/v1alpha1` HyperNode manifest: `nodes` and `children` are
+    exact-name members; `members` adds raw ones (regexMatch, labelMatch, ...)."""
+    listed = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    listed += [{"type": "HyperNode", "selector": {"exactMatch": {"name": c}}}
+               for c in children]
+    listed += members or []
+    spec: dict[str, Any] = {"members": listed}
+    if tier is not None:
+        spec["tier"] = tier
+    if tier_name is not None:
+        spec["tierName"] = tier_name
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+            "metadata": {"name": name}, "spec": spec}

@@ -8,29 +8,20 @@ from typing import Any
 
 import pytest
 
-from tests.builders import conf, gang, node, pod, podgroup, priority_class, simulate
+from tests.builders import (
+    conf,
+    gang,
+    hypernode,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    simulate,
+)
 from vscheduler.objects import BadObject, parse_hypernode, parse_podgroup
 from vscheduler.simulate import Simulation
 from vscheduler.specs import HyperNodeMember, HyperNodeSpec, NetworkTopology
 from vscheduler.topology import TOP, Topology, from_hypernodes, from_labels
-
-
-def hypernode(name: str, tier: int | None, *, nodes: list[str] | tuple[str, ...] = (),
-              children: list[str] | tuple[str, ...] = (), tier_name: str | None = None,
-              members: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A `topology.volcano.sh/v1alpha1` HyperNode manifest: `nodes` and `children` are
-    exact-name members; `members` adds raw ones (regexMatch, labelMatch, ...)."""
-    listed = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
-    listed += [{"type": "HyperNode", "selector": {"exactMatch": {"name": c}}}
-               for c in children]
-    listed += members or []
-    spec: dict[str, Any] = {"members": listed}
-    if tier is not None:
-        spec["tier"] = tier
-    if tier_name is not None:
-        spec["tierName"] = tier_name
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
-            "metadata": {"name": name}, "spec": spec}
 
 
 def nodes_named(*names: str, labels: dict[str, dict[str, str]] | None = None

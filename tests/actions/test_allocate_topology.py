@@ -27,8 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, podgroup, queue, simulate
-from tests.test_topology import hypernode
+from tests.builders import hypernode, node, pod, podgroup, queue, simulate
 
 CONF = """
 actions: "allocate"

@@ -6,20 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import RECLAIM_CONF, node, pod, podgroup, queue, simulate
+from tests.builders import RECLAIM_CONF, hypernode, node, pod, podgroup, queue, simulate
 
 GPU = "nvidia.com/gpu"
 CONF = RECLAIM_CONF.replace("{name: nodeorder}]", "{name: nodeorder}, "
                             "{name: network-topology-aware}]")
-
-
-def hypernode(name: str, tier: int, nodes: tuple[str, ...] = (),
-              children: tuple[str, ...] = ()) -> dict[str, Any]:
-    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
-    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}}
-                for h in children]
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
-            "metadata": {"name": name}, "spec": {"tier": tier, "members": members}}
 
 
 def racks(limit: int | None) -> list[dict[str, Any]]:
@@ -30,7 +21,7 @@ def racks(limit: int | None) -> list[dict[str, Any]]:
     for rack in ("r0", "r1"):
         names = (f"{rack}n0", f"{rack}n1")
         objects += [node(n, cpu="16", memory="64Gi", **{GPU: "4"}) for n in names]
-        objects.append(hypernode(rack, 1, names))
+        objects.append(hypernode(rack, 1, nodes=names))
     objects.append(hypernode("block", 2, children=("r0", "r1")))
     objects.append(podgroup("big", 4, queue="train", phase="Running"))
     objects += [pod(f"big-{i}", cpu="1", group="big", queue="train",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from tests.apiserver import FakeApiServer
+from tests.binaries import binary
 from vscheduler.kube.daemon import Daemon
 
 CONF = """
@@ -57,3 +60,36 @@ def daemon(server: FakeApiServer, tmp_path: Path) -> Iterator[Daemon]:
     running, stop = start_daemon(server, tmp_path)
     yield running
     stop()
+
+
+@pytest.fixture
+def kubectl(server: FakeApiServer, tmp_path: Path) -> Callable[..., str]:
+    """Run the real kubectl against the stand-in; its output (stdout), or a failure."""
+    config = tmp_path / "kubeconfig"
+    config.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: test, cluster: {{server: "{server.url}"}}}}]
+users: [{{name: test, user: {{token: test}}}}]
+contexts: [{{name: test, context: {{cluster: test, user: test, namespace: default}}}}]
+current-context: test
+""")
+    # (its own HOME: kubectl keeps a discovery cache there, which no test may share)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+           "KUBECONFIG": str(config)}
+
+    def run(*args: str) -> str:
+        done = subprocess.run([binary("kubectl"), *args], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    return run
+
+
+def describe_section(text: str, title: str) -> str:
+    """A top-level section of `kubectl describe` output (`Events:` ... to the next)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i] and not lines[i].startswith(" ")), len(lines))
+    return "\n".join(lines[start:end])

@@ -9,21 +9,14 @@ describe` shows. Where the CRD is not served, the daemon schedules as before.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.apiserver import CHART_CRDS, FakeApiServer, wait_for
-from tests.binaries import binary
-from tests.builders import gang, node, pod
-from tests.kube.conftest import start_daemon
+from tests.builders import gang, hypernode, node, pod
+from tests.kube.conftest import describe_section, start_daemon
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -33,23 +26,6 @@ tiers:
             {name: network-topology-aware}]
 """
 HARD_TIER_1 = {"mode": "hard", "highestTierAllowed": 1}
-
-
-def hypernode(name: str, tier: int, *, nodes: list[str] = (), hypernodes: list[str] = (),
-              pattern: str | None = None, tier_name: str | None = None) -> dict[str, Any]:
-    """A HyperNode whose members are nodes and HyperNodes by exact name, and nodes by a
-    regular expression."""
-    members: list[dict[str, Any]] = [
-        {"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
-    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}}
-                for h in hypernodes]
-    if pattern is not None:
-        members.append({"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}})
-    spec: dict[str, Any] = {"tier": tier, "members": members}
-    if tier_name is not None:
-        spec["tierName"] = tier_name
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
-            "metadata": {"name": name}, "spec": spec}
 
 
 def topology_gang(name: str, size: int, cpu: str = "1",
@@ -73,30 +49,6 @@ def waiting_for(server: FakeApiServer, name: str) -> bool:
     return any(c.get("type") == "Unschedulable" for c in status.get("conditions") or [])
 
 
-@pytest.fixture
-def kubectl(server: FakeApiServer, tmp_path: Path) -> Callable[..., str]:
-    """Run the real kubectl against the stand-in; its output (stdout), or a failure."""
-    config = tmp_path / "kubeconfig"
-    config.write_text(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: test, cluster: {{server: "{server.url}"}}}}]
-users: [{{name: test, user: {{token: test}}}}]
-contexts: [{{name: test, context: {{cluster: test, user: test, namespace: default}}}}]
-current-context: test
-""")
-    # (its own HOME: kubectl keeps a discovery cache there, which no test may share)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-           "KUBECONFIG": str(config)}
-
-    def run(*args: str) -> str:
-        done = subprocess.run([binary("kubectl"), *args], capture_output=True, text=True,
-                              env=env, timeout=60)
-        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-        return done.stdout
-
-    return run
-
-
 def test_a_hard_gang_is_bound_within_one_tier_1_hypernode(server, tmp_path):
     """Two racks of two 2-CPU nodes; n0 is full of another scheduler's pod. A gang of 3
     one-CPU pods limited to tier 1 fits only in rack-b (4 free CPUs; rack-a has 2), and
@@ -105,8 +57,9 @@ def test_a_hard_gang_is_bound_within_one_tier_1_hypernode(server, tmp_path):
         *(node(f"n{i}", cpu="2") for i in range(4)),
         pod("theirs", cpu="2", scheduler="default-scheduler", node_name="n0"),
         hypernode("rack-a", 1, nodes=["n0", "n1"], tier_name="rack"),
-        hypernode("rack-b", 1, pattern="^n[23]$", tier_name="rack"),
-        hypernode("block", 2, hypernodes=["rack-a", "rack-b"], tier_name="block"),
+        hypernode("rack-b", 1, tier_name="rack", members=[
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "^n[23]$"}}}]),
+        hypernode("block", 2, children=["rack-a", "rack-b"], tier_name="block"),
         *topology_gang("train", 3)])
     _, stop = start_daemon(server, tmp_path, CONF)
     try:
@@ -137,8 +90,8 @@ def test_hypernodes_changed_or_deleted_later_are_seen(server, tmp_path):
         assert placed == Counter({"n0": 2, "n2": 2})
 
         # rack-b (n1, 2 free CPUs) under two parents: nothing is placed by topology.
-        server.create_all([hypernode("block-1", 2, hypernodes=["rack-b"]),
-                           hypernode("block-2", 2, hypernodes=["rack-b"])])
+        server.create_all([hypernode("block-1", 2, children=["rack-b"]),
+                           hypernode("block-2", 2, children=["rack-b"])])
         wait_for(lambda: any(e["reason"] == "InvalidTopology" for e in server.events()),
                  timeout=10)
         server.create_all(topology_gang("late", 2))
@@ -155,7 +108,7 @@ def test_hypernodes_changed_or_deleted_later_are_seen(server, tmp_path):
 def test_kubectl_get_hypernodes_shows_the_crds_columns(server, kubectl, tmp_path):
     server.create_all([node("n0"), node("n1"),
                        hypernode("rack-a", 1, nodes=["n0", "n1"], tier_name="rack"),
-                       hypernode("block", 2, hypernodes=["rack-a"])])
+                       hypernode("block", 2, children=["rack-a"])])
     server.patch("HyperNode", None, "rack-a", {"status": {"nodeCount": 2}})
     lines = kubectl("get", "hypernodes").splitlines()
     assert lines[0].split() == ["NAME", "TIER", "TIERNAME", "NODECOUNT", "AGE"]
@@ -173,30 +126,21 @@ def test_kubectl_get_hypernodes_shows_the_crds_columns(server, kubectl, tmp_path
     assert row["cells"][:4] == ["rack-a", "1", "rack", 2]
 
 
-def _section(text: str, title: str) -> str:
-    """A top-level section of `kubectl describe` output (`Events:` ... to the next)."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(title))
-    end = next((i for i in range(start + 1, len(lines))
-                if lines[i] and not lines[i].startswith(" ")), len(lines))
-    return "\n".join(lines[start:end])
-
-
 def test_describe_hypernode_shows_a_second_parent_as_invalid_topology(
         server, kubectl, tmp_path):
     server.create_all([node("n0"), node("n1"),
                        hypernode("rack-a", 1, nodes=["n0", "n1"]),
-                       hypernode("block-1", 2, hypernodes=["rack-a"]),
-                       hypernode("block-2", 2, hypernodes=["rack-a"]),
+                       hypernode("block-1", 2, children=["rack-a"]),
+                       hypernode("block-2", 2, children=["rack-a"]),
                        *topology_gang("train", 2)])
     _, stop = start_daemon(server, tmp_path, CONF)
     try:
         described = wait_for(lambda: (text := kubectl("describe", "hypernode", "rack-a"))
                              and "InvalidTopology" in text and text, timeout=10)
-        events = _section(described, "Events:")
+        events = describe_section(described, "Events:")
         assert "Warning  InvalidTopology" in events
         assert "rack-a already has a parent block-1, and block-2 claims it too" in events
-        assert re.search(r"^  Tier: +1$", _section(described, "Spec:"), re.MULTILINE)
+        assert re.search(r"^  Tier: +1$", describe_section(described, "Spec:"), re.MULTILINE)
         # The gang waits for a tree it can use, and says why.
         wait_for(lambda: waiting_for(server, "train"), timeout=10)
         assert not bound_nodes(server, "train")

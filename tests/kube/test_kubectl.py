@@ -10,49 +10,11 @@ server would not.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.apiserver import FakeApiServer, wait_for
-from tests.binaries import binary
 from tests.builders import gang, node, pod
-
-
-@pytest.fixture
-def kubectl(server: FakeApiServer, tmp_path: Path):
-    """Run the real kubectl against the stand-in; its output (stdout), or a failure."""
-    path = binary("kubectl")
-    config = tmp_path / "kubeconfig"
-    config.write_text(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: test, cluster: {{server: "{server.url}"}}}}]
-users: [{{name: test, user: {{token: test}}}}]
-contexts: [{{name: test, context: {{cluster: test, user: test, namespace: default}}}}]
-current-context: test
-""")
-    # (its own HOME: kubectl keeps a discovery cache there, which no test may share)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-           "KUBECONFIG": str(config)}
-
-    def run(*args: str) -> str:
-        done = subprocess.run([path, *args], capture_output=True, text=True, env=env,
-                              timeout=60)
-        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-        return done.stdout
-
-    return run
-
-
-def _section(text: str, title: str) -> str:
-    """A top-level section of `kubectl describe` output (`Events:` ... to the next)."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(title))
-    end = next((i for i in range(start + 1, len(lines))
-                if lines[i] and not lines[i].startswith(" ")), len(lines))
-    return "\n".join(lines[start:end])
+from tests.kube.conftest import describe_section
 
 
 def test_describe_pod_shows_why_a_gang_waits_and_where_a_pod_went(server, daemon, kubectl):
@@ -63,7 +25,7 @@ def test_describe_pod_shows_why_a_gang_waits_and_where_a_pod_went(server, daemon
     waiting = server.get("Pod", "default", "train-2")["status"]["conditions"][0]["message"]
 
     def events(name: str) -> str:
-        return _section(kubectl("describe", "pod", name), "Events:")
+        return describe_section(kubectl("describe", "pod", name), "Events:")
 
     pending = wait_for(lambda: "FailedScheduling" in events("train-2") and events("train-2"))
     assert "Warning  FailedScheduling" in pending and "vscheduler" in pending
@@ -74,7 +36,7 @@ def test_describe_pod_shows_why_a_gang_waits_and_where_a_pod_went(server, daemon
     # (`node/hostIP`: the stand-in has no kubelet to report the host's IP)
     assert [line.split()[1] for line in bound.splitlines() if line.startswith("Node:")] \
         == ["n1/"]
-    assert "Normal  Scheduled" in _section(bound, "Events:")
+    assert "Normal  Scheduled" in describe_section(bound, "Events:")
     assert "Successfully assigned default/solo to n1" in bound
 
     wide = kubectl("get", "pods", "-o", "wide").splitlines()
@@ -90,12 +52,12 @@ def test_describe_podgroup_shows_its_condition_and_events(server, daemon, kubect
                          (server.get("PodGroup", "default", "train").get("status") or {})
                          .get("conditions", [])))
     described = wait_for(lambda: (text := kubectl("describe", "podgroup", "train"))
-                         and "Unschedulable" in _section(text, "Events:") and text)
-    status = _section(described, "Status:")
+                         and "Unschedulable" in describe_section(text, "Events:") and text)
+    status = describe_section(described, "Status:")
     assert "Type:                  Unschedulable" in status
     assert "Reason:                NotEnoughResources" in status
-    assert "Warning  Unschedulable" in _section(described, "Events:")
-    assert "tasks in gang unschedulable" in _section(described, "Events:")
+    assert "Warning  Unschedulable" in describe_section(described, "Events:")
+    assert "tasks in gang unschedulable" in describe_section(described, "Events:")
 
 
 def test_get_podgroup_shows_the_phase_reach_running_through_volcanos_columns(
@@ -143,7 +105,7 @@ tiers:
     try:
         described = wait_for(lambda: (text := kubectl("describe", "queue", "orphan"))
                              and "InvalidQueueTree" in text and text, timeout=10)
-        events = _section(described, "Events:")
+        events = describe_section(described, "Events:")
         assert "Warning  InvalidQueueTree" in events
         assert "parent queue ghost does not exist" in events
         written = wait_for(lambda: json.loads(kubectl("get", "queue", "orphan", "-o", "json"))

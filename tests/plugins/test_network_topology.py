@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import gang, node, open_session, pod, simulate
-from tests.test_topology import hypernode
+from tests.builders import gang, hypernode, node, open_session, pod, simulate
 from vscheduler.conf import ConfError, parse_conf
 from vscheduler.framework.session import Session
 from vscheduler.model import Task
