@@ -13,6 +13,7 @@ from typing import Any
 import re2
 
 __all__ = [
+    "NAMESPACE_NAME_LABEL",
     "NODE_NAME_FIELD",
     "Expression",
     "HostPort",
@@ -21,6 +22,7 @@ __all__ = [
     "compile_name_pattern",
     "expression_matches",
     "first_untolerated_taint",
+    "namespace_labels",
     "parse_label_int",
     "ports_conflict",
     "required_affinity_matches",
@@ -38,6 +40,9 @@ Taint = tuple[str, str, str]  # (key, value, effect)
 HostPort = tuple[str, str, int]  # (protocol, host IP, port)
 
 NODE_NAME_FIELD = "\0metadata.name"
+# The label the API server sets on every Namespace, its value the namespace's name: a
+# `namespaceSelector` can always pick a namespace by it.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 UNSCHEDULABLE_TAINT: Taint = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 # Taint effects that keep a pod off a node (PreferNoSchedule only scores lower).
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -112,6 +117,16 @@ def compile_name_pattern(pattern: str) -> Any:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise ValueError(f"not a regular expression: {detail}") from None
+
+
+def namespace_labels(namespaces: Mapping[str, Mapping[str, str]],
+                     name: str) -> Mapping[str, str]:
+    """The labels a `namespaceSelector` sees on namespace `name`: its Namespace object's
+    (`namespaces`, name -> labels, as `Session.namespaces` holds them), else only the
+    label the API server puts on every namespace. A pod's namespace may have no Namespace
+    object known: a simulate file that lists none, or one not listed yet."""
+    labels = namespaces.get(name)
+    return labels if labels is not None else {NAMESPACE_NAME_LABEL: name}
 
 
 def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vscheduler.guards import MIN_RUNTIME_ANNOTATION, parse_duration
-from vscheduler.matching import NODE_NAME_FIELD, compile_name_pattern
+from vscheduler.matching import NAMESPACE_NAME_LABEL, NODE_NAME_FIELD, compile_name_pattern
 from vscheduler.model import PriorityClass, Queue, Status, TaskStatus
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import PODS, Resource
@@ -40,6 +40,7 @@ __all__ = [
     "PodGroupSpec",
     "parse_disruption_budget",
     "parse_hypernode",
+    "parse_namespace",
     "parse_node",
     "parse_pod",
     "parse_podgroup",
@@ -477,6 +478,20 @@ def parse_node(obj: dict) -> NodeSpec:
                        _text(taint.get("value"), f"spec.taints[{i}].value", ""), effect))
     return NodeSpec(name, allocatable, _labels(meta),
                     taints, bool(spec.get("unschedulable")))
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+def parse_namespace(obj: dict) -> tuple[str, dict[str, str]]:
+    """A core v1 Namespace: its name and labels (what a pod affinity term's
+    `namespaceSelector` matches). The API server gives every namespace the label
+    `kubernetes.io/metadata.name` with its name, whatever the manifest says; a manifest
+    read by simulate is given it here, so selectors on it match as in a cluster."""
+    _, name, meta = metadata(obj)
+    labels = dict(_labels(meta))
+    labels[NAMESPACE_NAME_LABEL] = name
+    return name, labels
 
 
 # --------------------------------------------------------------------------- volcano
