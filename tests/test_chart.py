@@ -64,6 +64,8 @@ CLUSTER_GRANTS = {
     *(("", "pods/status", verb) for verb in ("patch", "update")),
     ("", "pods/binding", "create"),
     *(("", "nodes", verb) for verb in ("get", "list", "watch")),
+    # Namespaces' labels: a pod affinity term's namespaceSelector matches them.
+    *(("", "namespaces", verb) for verb in ("get", "list", "watch")),
     *((group, "events", verb) for group in ("", "events.k8s.io")
       for verb in ("create", "patch")),
     *(("scheduling.k8s.io", "priorityclasses", verb) for verb in ("get", "list", "watch")),

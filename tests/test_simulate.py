@@ -118,7 +118,7 @@ def test_a_file_with_nothing_to_read_is_said_on_stderr(tmp_path: Path,
         f"vscheduler: {apps}: ignored 4 objects of kinds Deployment, "
         "Queue ('example.com/v1'), Service "
         "(simulate reads Node, Pod, PodGroup, Queue, PriorityClass, PodDisruptionBudget, "
-        "HyperNode)",
+        "HyperNode, Namespace)",
     ]
 
 

@@ -11,7 +11,9 @@ missing waits, with a Warning event saying so.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
+from types import MappingProxyType
 
 from vscheduler.model import (
     BARE_JOB_SUFFIX,
@@ -30,6 +32,7 @@ from vscheduler.specs import DisruptionBudget, HyperNodeSpec, NodeSpec, PodGroup
 __all__ = ["Cache", "Snapshot"]
 
 S = TaskStatus
+_NO_NAMESPACES: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 # Snapshots after which what sessions keep (`Snapshot.kept`) is dropped if none read it.
 KEPT_IDLE_SESSIONS = 20
 
@@ -38,8 +41,8 @@ class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
     __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "hypernodes", "jobs",
-                 "kept", "node_specs", "nodes", "priority_classes", "queues", "restated",
-                 "serial", "skipped", "topology_key", "waiting", "warnings")
+                 "kept", "namespaces", "node_specs", "nodes", "priority_classes", "queues",
+                 "restated", "serial", "skipped", "topology_key", "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -64,6 +67,11 @@ class Snapshot:
         # session's topology is built again only then: `Session.topology`)
         self.hypernodes: tuple[HyperNodeSpec, ...] = ()
         self.topology_key: tuple[int, int] = (0, node_specs)
+        # Namespace name -> labels, of the Namespace objects known (a pod's namespace may
+        # have none: `matching.namespace_labels`). Read only, and shared: the same mapping
+        # snapshot after snapshot until a namespace changes, so its identity says whether
+        # they did.
+        self.namespaces: Mapping[str, Mapping[str, str]] = _NO_NAMESPACES
         # What changed since the snapshot this one was built from (see `vscheduler.tally`):
         # its number `serial`, the number of that earlier one `base` (0 if none: then
         # nothing is known of changes), and the uids of jobs and names of nodes copied
@@ -100,6 +108,10 @@ class Cache:
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> budget
         self.hypernodes: dict[str, HyperNodeSpec] = {}
         self.hypernode_changes = 0  # (Snapshot.topology_key)
+        self.namespaces: dict[str, Mapping[str, str]] = {}  # name -> labels
+        # What snapshots are handed (Snapshot.namespaces): a copy of `namespaces`, made
+        # again at the first snapshot after one changed (None until then).
+        self._namespace_view: Mapping[str, Mapping[str, str]] | None = _NO_NAMESPACES
         self._orphans: dict[str, dict[str, Task]] = {}  # node name -> tasks of a missing node
         # The last snapshot, whose unchanged copies the next one hands on, and the task
         # copies of its jobs by pod key.
@@ -293,6 +305,18 @@ class Cache:
         self.hypernode_changes += 1
         self.hypernodes.pop(name, None)
 
+    def add_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        if self.namespaces.get(name) == labels:
+            return  # (its status or annotations changed: nothing a selector reads)
+        self.generation += 1
+        self.namespaces[name] = labels
+        self._namespace_view = None
+
+    def delete_namespace(self, name: str) -> None:
+        if self.namespaces.pop(name, None) is not None:
+            self.generation += 1
+            self._namespace_view = None
+
     # ---------------------------------------------------------------- decisions
 
     def _move(self, task: Task, status: Status, node_name: str) -> None:
@@ -430,6 +454,9 @@ class Cache:
             del self.kept[name]
         snapshot.hypernodes = tuple(self.hypernodes[name] for name in sorted(self.hypernodes))
         snapshot.topology_key = (self.hypernode_changes, self.node_specs)
+        if self._namespace_view is None:
+            self._namespace_view = MappingProxyType(dict(sorted(self.namespaces.items())))
+        snapshot.namespaces = self._namespace_view
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
         snapshot.restated = copies.restated
         snapshot.kept = self.kept

@@ -28,7 +28,7 @@ alike, so that it can match them against the nodes once (see that hook).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pluggy
@@ -125,6 +125,8 @@ class SessionView(Protocol):
     node_changes: list[str]  # names of the nodes whose pods changed this session, in order
     queues: dict[str, Queue]
     priority_classes: dict[str, PriorityClass]
+    # Namespaces' labels by name, read only (see `matching.namespace_labels`)
+    namespaces: Mapping[str, Mapping[str, str]]
     node_specs: Any  # changes whenever a node's labels or allocatable change
     total_resource: Resource  # the nodes' allocatable, summed
     total_used: Resource  # what pods on the nodes use, summed, as the session opened

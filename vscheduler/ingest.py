@@ -16,6 +16,7 @@ from vscheduler.objects import (
     BadObject,
     parse_disruption_budget,
     parse_hypernode,
+    parse_namespace,
     parse_node,
     parse_pod,
     parse_podgroup,
@@ -37,8 +38,9 @@ READ_GROUPS: dict[str, tuple[str, ...]] = {
     "PriorityClass": ("scheduling.k8s.io",),
     "PodDisruptionBudget": ("policy",),
     "HyperNode": ("topology.volcano.sh",),
+    "Namespace": ("",),
 }
-CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "HyperNode"})
+CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "HyperNode", "Namespace"})
 # Kubernetes' longest name (a DNS subdomain), and the most an Event's note holds: what a
 # Warning about an object keeps of a name or a message that a file makes longer.
 _NAME_LIMIT = 253
@@ -71,6 +73,7 @@ _PARSERS: dict[str, Callable[[dict, float], Any]] = {
     "PriorityClass": lambda obj, order: parse_priority_class(obj),
     "PodDisruptionBudget": lambda obj, order: parse_disruption_budget(obj),
     "HyperNode": lambda obj, order: parse_hypernode(obj),
+    "Namespace": lambda obj, order: parse_namespace(obj),
 }
 _PUT: dict[str, Callable[[Cache, Any], None]] = {
     "Pod": Cache.add_pod,
@@ -80,6 +83,7 @@ _PUT: dict[str, Callable[[Cache, Any], None]] = {
     "PriorityClass": Cache.add_priority_class,
     "PodDisruptionBudget": Cache.add_disruption_budget,
     "HyperNode": Cache.add_hypernode,
+    "Namespace": lambda cache, namespace: cache.add_namespace(*namespace),
 }
 
 

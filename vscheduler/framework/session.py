@@ -100,6 +100,7 @@ class Session:
         # Node sampling for the actions' node searches, and where the next one starts.
         self.node_sampling = node_sampling or NodeSampling()
         self.node_offset = 0
+        self.namespaces = snapshot.namespaces  # (SessionView.namespaces)
         self.topology: Topology | None = None
         if snapshot.hypernodes:
             nodes = {node.name: node.labels for node in self.node_list}

@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups", True),
     "Pod": ("", "v1", "pods", True),
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
+    "Namespace": ("", "v1", "namespaces", False),
 }
 
 
@@ -83,3 +84,5 @@ def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:
         cache.delete_disruption_budget(f"{namespace}/{name}")
     elif kind == "HyperNode":
         cache.delete_hypernode(name)
+    elif kind == "Namespace":
+        cache.delete_namespace(name)

@@ -57,7 +57,8 @@ VOLCANO = "scheduling.volcano.sh/v1beta1"
 # Kinds of the objects events are about: (apiVersion, namespaced)
 _EVENT_KINDS = {"Pod": ("v1", True), "PodGroup": (VOLCANO, True), "Queue": (VOLCANO, False),
                 "Node": ("v1", False), "PriorityClass": ("scheduling.k8s.io/v1", False),
-                "HyperNode": ("topology.volcano.sh/v1alpha1", False)}
+                "HyperNode": ("topology.volcano.sh/v1alpha1", False),
+                "Namespace": ("v1", False)}
 # Volcano's PodGroup phases as the coscheduling PodGroup's (scheduler-plugins) names them
 _COSCHEDULING_PHASES = {"Pending": "Pending", "Inqueue": "Pending", "Running": "Running",
                         "Unknown": "Unknown", "Completed": "Finished"}
