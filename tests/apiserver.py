@@ -28,7 +28,8 @@ As the real server: errors are `Status` objects; a Binding is answered 201 with 
 with a status subresource ignores status, one of /status changes only status; a stale
 metadata.resourceVersion is 409 Conflict; a write that changes nothing is no write (same
 resourceVersion, no event); deleting a pod on a node with a grace period only sets its
-deletionTimestamp (finish_deletion() ends it), one on no node goes at once; pods created
+deletionTimestamp (finish_deletion() ends it), one on no node goes at once; a Namespace
+written in any way has the label kubernetes.io/metadata.name set to its name; pods created
 through the API start Pending with their priority from their PriorityClass; list items of
 built-in kinds have no kind/apiVersion; times of built-in kinds must carry a UTC offset
 (MicroTimes six fractional digits), which catches naive datetimes.
@@ -367,6 +368,16 @@ def _meta(obj: Obj) -> Obj:
         meta = {}
         obj["metadata"] = meta
     return meta
+
+
+def _label_namespace(meta: Obj) -> None:
+    """As the real server does on every create and update of a Namespace (since 1.21):
+    the label `kubernetes.io/metadata.name` holds its name, whatever the client sent, so
+    a namespaceSelector can always pick a namespace by name."""
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = meta["labels"] = {}
+    labels["kubernetes.io/metadata.name"] = str(meta.get("name") or "")
 
 
 def _key(obj: Obj) -> tuple[str, str]:
@@ -1515,6 +1526,8 @@ class FakeApiServer:
         store or remove it, and append the change to the watch history. An update that
         changes nothing is no write at all: `old` is returned."""
         meta = _meta(new)
+        if kind != "DELETED" and res.id == "namespaces":
+            _label_namespace(meta)
         if old is not None and kind == "MODIFIED":
             if res.custom:
                 # Every change but metadata's moves the generation on; status's too where

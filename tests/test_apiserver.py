@@ -699,3 +699,30 @@ def test_custom_resources_are_served_as_their_crds_declare(
     # the two PodGroup kinds are kept apart
     assert custom.list_namespaced_custom_object(*VOLCANO, NS, "podgroups")["items"] == []
     assert server.get("podgroups.scheduling.x-k8s.io", NS, "pg")["spec"]["minMember"] == 2
+
+
+def test_namespaces_carry_their_name_as_a_label(server: FakeApiServer,
+                                                core: client.CoreV1Api) -> None:
+    """As the real server since 1.21: every write of a Namespace sets the label
+    kubernetes.io/metadata.name to its name (a generated one too), whatever was sent."""
+    name_label = "kubernetes.io/metadata.name"
+    made = core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+        name="ml", labels={"team": "ml", name_label: "other"})))
+    assert made.metadata.labels == {"team": "ml", name_label: "ml"}
+    generated = core.create_namespace(client.V1Namespace(
+        metadata=client.V1ObjectMeta(generate_name="tmp-")))
+    assert generated.metadata.name.startswith("tmp-")
+    assert generated.metadata.labels == {name_label: generated.metadata.name}
+    # A replace without labels, and a patch that removes the label, keep it.
+    replaced = core.replace_namespace("ml", client.V1Namespace(
+        metadata=client.V1ObjectMeta(name="ml")))
+    assert replaced.metadata.labels == {name_label: "ml"}
+    patched = core.patch_namespace("ml", {"metadata": {"labels": {name_label: None,
+                                                                  "tier": "gold"}}})
+    assert patched.metadata.labels == {name_label: "ml", "tier": "gold"}
+    # So does an object seeded through the test API.
+    server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "seeded"}})
+    assert server.get("Namespace", None, "seeded")["metadata"]["labels"] == {
+        name_label: "seeded"}
+    listed = {ns.metadata.name: ns.metadata.labels for ns in core.list_namespace().items}
+    assert listed["seeded"] == {name_label: "seeded"}
