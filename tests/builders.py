@@ -215,3 +215,12 @@ def hypernode(name: str, tier: int | None, *, nodes: list[str] | tuple[str, ...]
         spec["tierName"] = tier_name
     return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
             "metadata": {"name": name}, "spec": spec}
+
+
+def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A core v1 Namespace manifest (without the kubernetes.io/metadata.name label the
+    API server adds: as a file would give it)."""
+    meta: dict[str, Any] = {"name": name}
+    if labels is not None:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
