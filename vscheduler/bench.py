@@ -37,6 +37,17 @@ and two sized as the clusters a session's cost is judged on (`SCENE_SIZES`):
   shows.
 - `topology` at 5,000 nodes: 40,000 pods running and 100 gangs of 64 one-card pods
   pending, each to be placed within one rack (or one domain of `--topology-tier`).
+- `anti-affinity`: the default cluster at 5,000 nodes with 40,000 pods running, and
+  `jobs` (1,000) replicas of one Deployment-like app (one-pod jobs, no PodGroup, label
+  `app: web`, a CPU and 2 GiB each) with required pod anti-affinity against `app: web`
+  by `kubernetes.io/hostname`: at most one replica a node. The replicas arrive after
+  the first session (as `--arrive` adds pods), so session 1 settles the running cluster
+  (the cold start that builds the cache's kept sums, whatever is pending) and session 2
+  is the one that places them: its figures are the scene's. It runs two sessions unless
+  told more. `--zone-spread` gives the replicas a topology spread constraint too
+  (`DoNotSchedule`, maxSkew 1 over `topology.kubernetes.io/zone`). The report counts
+  the replicas bound and the violations: nodes holding two or more replicas, and (with
+  the spread) zones whose replicas differ by more than one; both must be none.
 
 The JSON figures end with a `summary` (medians over the sessions, and over the sessions
 after the first, which is the one that places the work already pending) that a script
@@ -61,9 +72,9 @@ from vscheduler.framework.placement import NodeSampling
 from vscheduler.simulate import Simulation
 
 __all__ = ["BENCH_CONF", "PREEMPT_CONF", "SCENES", "SCENE_SIZES", "TIDAL_CONF",
-           "TOPOLOGY_CONF", "TOPOLOGY_TIERS", "BenchSpec", "churn", "generate",
-           "minimum_tidal_evictions", "run_bench", "scene_conf", "scene_spec", "summarize",
-           "topology_check", "topology_domains"]
+           "TOPOLOGY_CONF", "TOPOLOGY_TIERS", "ZONES", "BenchSpec", "anti_affinity_check",
+           "churn", "generate", "minimum_tidal_evictions", "replicas", "run_bench",
+           "scene_conf", "scene_spec", "summarize", "topology_check", "topology_domains"]
 
 # Volcano's default conf with capacity-card (per-card-model quotas) in the second tier.
 BENCH_CONF = DEFAULT_CONF.replace("  - name: proportion\n",
@@ -106,15 +117,19 @@ TOPOLOGY_CONF = DEFAULT_CONF + """\
 """
 # Each scene's conf when `--conf` is not given.
 SCENES = {"default": BENCH_CONF, "tidal": TIDAL_CONF, "volcano-preempt": PREEMPT_CONF,
-          "overload": BENCH_CONF, "hierarchy": HIERARCHY_CONF, "topology": TOPOLOGY_CONF}
+          "overload": BENCH_CONF, "hierarchy": HIERARCHY_CONF, "topology": TOPOLOGY_CONF,
+          "anti-affinity": BENCH_CONF}
 # hierarchy: each parent queue holds this many children, level after level.
 QUEUE_FANOUT = 10
 # The sizes a scene has unless told otherwise (`scene_spec`). overload: 5,000 nodes hold
 # 64,000 cards (every tenth node split into 56 MIG slices), 60,000 of them taken.
 # topology: the issue's target, 100 gangs of 64 one-card pods beside 40,000 running.
+# anti-affinity: the issue's target, 1,000 replicas beside 40,000 running, placed by
+# the second session.
 SCENE_SIZES: dict[str, dict[str, int]] = {
     "overload": {"nodes": 5000, "running": 60_000, "jobs": 22_500, "tasks_per_job": 4},
-    "topology": {"nodes": 5000, "running": 40_000, "jobs": 100, "tasks_per_job": 64}}
+    "topology": {"nodes": 5000, "running": 40_000, "jobs": 100, "tasks_per_job": 64},
+    "anti-affinity": {"nodes": 5000, "running": 40_000, "jobs": 1000, "sessions": 2}}
 # topology: the tiers of its tree, lowest first, each (name, how many of the tier below
 # one holds): a rack is 16 nodes (128 cards at 8 a node: a gang of 64 fits one half
 # free), a row 4 racks, a block 4 rows, a superblock 5 blocks (1,280 nodes). The last
@@ -127,6 +142,12 @@ CARD_MEMORY_MIB = {"NVIDIA-H200": 143771, "NVIDIA-H800": 81559,
                    "NVIDIA-GeForce-RTX-4090": 24564}
 MIG_PROFILE = "1g.18gb"
 SCHEDULER = "vscheduler"
+# Every scene's nodes are spread over this many zones (`topology.kubernetes.io/zone`
+# zone-0, zone-1, ...), node i in zone i % ZONES.
+ZONES = 3
+# anti-affinity: the replicas' app label, and the ReplicaSet that owns them.
+REPLICA_LABELS = {"app": "web"}
+REPLICA_SET = "web-5d8f7c9b"
 
 
 @dataclass
@@ -155,6 +176,8 @@ class BenchSpec:
     pending_tasks: int | None = None
     # topology: the tier (1: rack, ... 4: superblock) the pending gangs are held within.
     topology_tier: int = 1
+    # anti-affinity: the replicas are also spread over zones (maxSkew 1, DoNotSchedule).
+    zone_spread: bool = False
 
     def __post_init__(self) -> None:
         if self.arrive is None:
@@ -183,13 +206,26 @@ class BenchSpec:
         if self.scene == "tidal" and self.pending_tasks is not None:
             raise ValueError("the tidal scene's pending pods are inference replicas, one "
                              "to a ReplicaSet: it takes no pending_tasks (--shape)")
+        if self.scene == "anti-affinity":
+            if self.pending_tasks is not None:
+                raise ValueError("the anti-affinity scene's pending pods are the replicas "
+                                 "of one app, one pod each: it takes no pending_tasks "
+                                 "(--shape)")
+            if self.sessions < 2:
+                raise ValueError("the anti-affinity scene's replicas arrive after the "
+                                 "first session: sessions must be 2 or more, not "
+                                 f"{self.sessions}")
+        elif self.zone_spread:
+            raise ValueError("zone_spread (--zone-spread) is the anti-affinity scene's: "
+                             f"the {self.scene} scene has no replicas to spread")
 
     @property
     def tasks_pending(self) -> int:
         """Pods in each pending job."""
         if self.pending_tasks is not None:
             return self.pending_tasks
-        return 1 if self.scene in ("tidal", "volcano-preempt") else self.tasks_per_job
+        return (1 if self.scene in ("tidal", "volcano-preempt", "anti-affinity")
+                else self.tasks_per_job)
 
 
 def scene_spec(scene: str = "default", **given: Any) -> BenchSpec:
@@ -205,7 +241,7 @@ def scene_conf(scene: str) -> str:
 
 
 def _node(name: str, model: str, spec: BenchSpec, mig: bool, zone: int) -> dict[str, Any]:
-    labels = {"nvidia.com/gpu.product": model,
+    labels = {"kubernetes.io/hostname": name, "nvidia.com/gpu.product": model,
               "nvidia.com/gpu.memory": str(CARD_MEMORY_MIB.get(model, 81920)),
               "nvidia.com/gpu.count": str(spec.gpus_per_node),
               "topology.kubernetes.io/zone": f"zone-{zone}"}
@@ -257,6 +293,9 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
         return _tidal(spec)
     if spec.scene == "topology":
         return _topology(spec)
+    if spec.scene == "anti-affinity":
+        # the default cluster, running pods only: the replicas come later (`replicas`)
+        return generate(replace(spec, scene="default", jobs=0, sessions=1, zone_spread=False))
     # volcano-preempt: every card taken by low-priority gangs, the pending jobs of one
     # high-priority pod each, so preempt (same queue) and reclaim (other queues) have
     # victims on every node.
@@ -272,7 +311,7 @@ def generate(spec: BenchSpec) -> list[dict[str, Any]]:
         name = f"node-{i:05d}"
         model = models[i % len(models)]
         mig = spec.mig_every > 0 and i % spec.mig_every == spec.mig_every - 1
-        objects.append(_node(name, model, spec, mig, i % 3))
+        objects.append(_node(name, model, spec, mig, i % ZONES))
         if mig:
             node_cards.append((name, f"{model}/mig-{MIG_PROFILE}-mixed",
                                f"nvidia.com/mig-{MIG_PROFILE}"))
@@ -379,7 +418,7 @@ def _tidal(spec: BenchSpec) -> list[dict[str, Any]]:
     objects.append(_tidal_queue("queue-inference", 80000, False, spec.nodes * gpus))
     for i in range(spec.nodes):
         node = f"node-{i:05d}"
-        objects.append(_node(node, TIDAL_CARD, replace(spec, mig_every=0), False, i % 3))
+        objects.append(_node(node, TIDAL_CARD, replace(spec, mig_every=0), False, i % ZONES))
         group = f"train-{i:05d}"
         queue = training[i % spec.queues]
         objects.append({
@@ -460,7 +499,7 @@ def _topology(spec: BenchSpec) -> list[dict[str, Any]]:
                 for name in queue_names]
     models = list(spec.card_models)
     whole = replace(spec, mig_every=0)
-    objects += [_node(_node_name(i), models[i % len(models)], whole, False, i % 3)
+    objects += [_node(_node_name(i), models[i % len(models)], whole, False, i % ZONES)
                 for i in range(spec.nodes)]
     # The tree, tier by tier: racks hold nodes, every tier above the domains below.
     paths = topology_domains(spec)
@@ -568,6 +607,52 @@ def topology_check(spec: BenchSpec, binds: dict[str, str]) -> dict[str, Any]:
             "violations": sum(1 for found in domains.values() if len(found) > 1)}
 
 
+def replicas(spec: BenchSpec) -> list[dict[str, Any]]:
+    """The anti-affinity scene's pending work: `spec.jobs` replicas of one app, as a
+    Deployment's ReplicaSet makes them (one pod each, no PodGroup, in queue-0), a CPU
+    and 2 GiB each, each refusing a node that holds another (required anti-affinity by
+    hostname), and with `spec.zone_spread` spread evenly over the zones."""
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": dict(REPLICA_LABELS)},
+         "topologyKey": "kubernetes.io/hostname"}]}}
+    pods = []
+    for i in range(spec.jobs):
+        pod = _pod(f"{REPLICA_SET}-{i:05d}", "bench", "", "queue-0", "", "", 1, 2, "normal")
+        pod["metadata"]["labels"] = dict(REPLICA_LABELS)
+        pod["metadata"]["ownerReferences"] = _owner("ReplicaSet", "apps/v1", REPLICA_SET)
+        pod["spec"]["affinity"] = affinity
+        if spec.zone_spread:
+            pod["spec"]["topologySpreadConstraints"] = [
+                {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                 "whenUnsatisfiable": "DoNotSchedule",
+                 "labelSelector": {"matchLabels": dict(REPLICA_LABELS)}}]
+        pods.append(pod)
+    return pods
+
+
+def anti_affinity_check(spec: BenchSpec, binds: dict[str, str]) -> dict[str, Any]:
+    """The anti-affinity scene's replicas after the sessions, judged from the names the
+    scene gave its nodes (node i in zone i % ZONES), not from the scheduler's view: how
+    many are bound, the nodes holding more than one (the anti-affinity allows none),
+    the replicas in each zone, and with `zone_spread` whether two zones differ by more
+    than one (the spread allows no more). `violations` adds the two up."""
+    prefix = f"bench/{REPLICA_SET}-"
+    on_node: dict[str, int] = {}
+    for key, node in binds.items():
+        if key.startswith(prefix):
+            on_node[node] = on_node.get(node, 0) + 1
+    zones = [0] * min(ZONES, spec.nodes)
+    for node, count in on_node.items():
+        zones[int(node.rsplit("-", 1)[1]) % ZONES] += count
+    bound = sum(on_node.values())
+    shared = sum(1 for count in on_node.values() if count > 1)
+    skew = max(zones) - min(zones)
+    uneven = int(spec.zone_spread and skew > 1)
+    return {"replicas": spec.jobs, "bound": bound, "pending": spec.jobs - bound,
+            "zone_spread": spec.zone_spread, "nodes_shared": shared, "zones": zones,
+            "zone_skew": skew, "violations": shared + uneven}
+
+
 def _peak_rss_bytes() -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
@@ -601,6 +686,8 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
     for number in range(spec.sessions):
         if number and (spec.arrive or spec.depart):
             churn(simulation, spec, rng, number)
+        if number == 1 and spec.scene == "anti-affinity":
+            simulation.load([(f"replica#{i}", pod) for i, pod in enumerate(replicas(spec))])
         evicted_before = len(simulation.report.evictions)
         started = time.perf_counter()
         result = simulation.step()
@@ -639,6 +726,8 @@ def run_bench(spec: BenchSpec, conf: SchedulerConf, measure_memory: bool = True,
         figures["evictions_ratio"] = round(evictions / minimum, 3) if minimum else None
     if spec.scene == "topology":
         figures["topology"] = topology_check(spec, simulation.report.binds)
+    if spec.scene == "anti-affinity":
+        figures["anti_affinity"] = anti_affinity_check(spec, simulation.report.binds)
     figures["summary"] = summarize(figures)
     return figures
 
@@ -699,6 +788,9 @@ def summarize(figures: dict[str, Any]) -> dict[str, Any]:
         **({"topology_gangs_bound": figures["topology"]["bound_whole"],
             "topology_violations": figures["topology"]["violations"]}
            if "topology" in figures else {}),
+        **({"anti_affinity_bound": figures["anti_affinity"]["bound"],
+            "anti_affinity_violations": figures["anti_affinity"]["violations"]}
+           if "anti_affinity" in figures else {}),
     }
 
 
@@ -756,6 +848,13 @@ def _cluster_line(figures: dict[str, Any]) -> str:
                 f"{tasks} one-GPU pods pending, each within one "
                 f"{figures['topology']['tier_name']} (tier {spec['topology_tier']}); seed "
                 f"{spec['seed']}{churned}")
+    if scene == "anti-affinity":
+        spread = (f", spread over {ZONES} zones (maxSkew 1)" if spec.get("zone_spread")
+                  else "")
+        return (f"cluster (anti-affinity): {spec['nodes']} nodes, {figures['pods']} pods "
+                f"running; {spec['jobs']} replicas of one app arriving after session 1, "
+                f"one a node (required anti-affinity by hostname){spread}; seed "
+                f"{spec['seed']}{churned}")
     named = f" ({scene})" if scene in ("overload", "hierarchy") else ""
     return (f"cluster{named}: {spec['nodes']} "
             f"nodes, {figures['pods']} pods ({spec['running']} running, {spec['jobs']} "
@@ -783,6 +882,14 @@ def render(figures: dict[str, Any]) -> str:
         lines.append(f"topology: {check['bound_whole']} of {check['gangs']} gangs bound whole, "
                      f"{check['bound_in_part']} in part; {check['violations']} across more "
                      f"than one {check['tier_name']} (violations)")
+    if "anti_affinity" in figures:
+        check = figures["anti_affinity"]
+        zones = "/".join(str(count) for count in check["zones"])
+        lines.append(f"anti-affinity: {check['bound']} of {check['replicas']} replicas bound "
+                     f"({zones} by zone), {check['pending']} pending; {check['nodes_shared']} "
+                     f"node(s) with two or more"
+                     + (f", zone skew {check['zone_skew']}" if check["zone_spread"] else "")
+                     + f" ({check['violations']} violations)")
     phases: list[str] = []
     for session in figures["sessions"]:
         phases += [p for p in session["phases_ms"] if p not in phases]

@@ -217,7 +217,7 @@ def _bench(args: argparse.Namespace) -> int:
                           running=args.running, sessions=args.sessions, churn=args.churn,
                           arrive=args.arrive, depart=args.depart, seed=args.seed,
                           mig_every=args.mig_every, pending_tasks=pending_tasks,
-                          topology_tier=args.topology_tier)
+                          topology_tier=args.topology_tier, zone_spread=args.zone_spread)
     except ValueError as err:
         print(f"vscheduler: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -234,6 +234,11 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"vscheduler: {check['violations']} gang(s) across more than one "
               f"{check['tier_name']}, {check['bound_in_part']} bound in part",
               file=sys.stderr)
+        return 1
+    replicas = figures.get("anti_affinity") or {}
+    if replicas.get("violations"):
+        print(f"vscheduler: {replicas['nodes_shared']} node(s) with two or more replicas, "
+              f"zone skew {replicas['zone_skew']}", file=sys.stderr)
         return 1
     return 0
 
@@ -437,7 +442,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Generate a GPU cluster from a seed, run sessions in-process and print "
                     "the time of each phase, pods placed per second and memory figures.")
     bench.add_argument("--nodes", type=_positive_int, metavar="N",
-                       help="GPU nodes (default 100; overload and topology 5000)")
+                       help="GPU nodes (default 100; overload, topology and anti-affinity 5000)")
     bench.add_argument("--gpus-per-node", type=_positive_int, default=8, metavar="N",
                        help="cards on each node (default %(default)s)")
     bench.add_argument("--mig-every", type=_count, default=10, metavar="N",
@@ -448,7 +453,8 @@ def _parser() -> argparse.ArgumentParser:
     pending = bench.add_mutually_exclusive_group()
     pending.add_argument("--jobs", type=_count, metavar="N",
                          help="pending gang jobs, of --tasks-per-job pods each (default "
-                              "20; overload 22500; topology 100)")
+                              "20; overload 22500; topology 100; anti-affinity 1000 "
+                              "one-pod replicas)")
     pending.add_argument("--shape", type=_shape, metavar="JOBSxTASKS",
                          help="the pending work as JOBS gang jobs of TASKS pods each, "
                               "instead of --jobs jobs of --tasks-per-job pods (which then "
@@ -458,9 +464,9 @@ def _parser() -> argparse.ArgumentParser:
                             "64)")
     bench.add_argument("--running", type=_count, metavar="N",
                        help="pods already running (default 200; overload 60000; "
-                            "topology 40000)")
-    bench.add_argument("--sessions", type=_positive_int, default=1, metavar="N",
-                       help="sessions to run (default %(default)s)")
+                            "topology and anti-affinity 40000)")
+    bench.add_argument("--sessions", type=_positive_int, metavar="N",
+                       help="sessions to run (default 1; anti-affinity 2)")
     bench.add_argument("--churn", type=_count, default=0, metavar="N",
                        help="before each session after the first, N running pods finish "
                             "and N new pods arrive, the steady state (default "
@@ -475,7 +481,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="seed of the generated cluster (default %(default)s)")
     scene = bench.add_mutually_exclusive_group()
     scene.add_argument("--scene", choices=("default", "tidal", "volcano-preempt", "overload",
-                                           "hierarchy", "topology"),
+                                           "hierarchy", "topology", "anti-affinity"),
                        default="default",
                        help="the cluster: default (running and pending gang jobs); tidal "
                             "(every node full with one training gang, --jobs one-GPU "
@@ -494,14 +500,20 @@ def _parser() -> argparse.ArgumentParser:
                             "taken unevenly rack by rack; 100 gangs of 64 one-GPU pods "
                             "pending, each held within one domain of --topology-tier; Volcano's "
                             "default conf with network-topology-aware; reports the gangs "
-                            "bound and those spread over more than one domain) (default "
-                            "%(default)s)")
+                            "bound and those spread over more than one domain); "
+                            "anti-affinity (the default cluster at 5,000 nodes, 40,000 pods "
+                            "running; after session 1, --jobs (1,000) replicas of one app "
+                            "arrive, one a node by required pod anti-affinity; reports the "
+                            "replicas bound and nodes holding two) (default %(default)s)")
     scene.add_argument("--topology", dest="scene", action="store_const", const="topology",
                        help="the topology scene: the same as --scene topology")
     bench.add_argument("--topology-tier", type=_topology_tier, default=1, metavar="TIER",
                        help="topology scene: the tier each pending gang is held within, by "
                             "number or name: 1 rack, 2 row, 3 block, 4 superblock (default "
                             "1, rack)")
+    bench.add_argument("--zone-spread", action="store_true",
+                       help="anti-affinity scene: the replicas are also spread over the "
+                            "zones, maxSkew 1, DoNotSchedule")
     bench.add_argument("--conf", help="conf to run (default: the scene's; for the default "
                                       "scene Volcano's default conf with capacity-card)")
     bench.add_argument("--no-memory", action="store_true",
