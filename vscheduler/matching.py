@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
+
+if TYPE_CHECKING:
+    from vscheduler.specs import Pod, PodAffinityTerm
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",
@@ -22,8 +25,10 @@ __all__ = [
     "compile_name_pattern",
     "expression_matches",
     "first_untolerated_taint",
+    "label_selector_matches",
     "namespace_labels",
     "parse_label_int",
+    "pod_term_selects",
     "ports_conflict",
     "required_affinity_matches",
     "selector_matches",
@@ -169,3 +174,39 @@ def ports_conflict(wanted: HostPort, used: HostPort) -> bool:
     if port != used_port or (protocol or "TCP") != (used_protocol or "TCP"):
         return False
     return ip == used_ip or ip in ("", ANY_IP) or used_ip in ("", ANY_IP)
+
+
+def label_selector_matches(selector: Sequence[Expression] | None,
+                           labels: Mapping[str, str]) -> bool:
+    """A label selector (`specs.LabelSelector`): every requirement holds. An empty one
+    selects everything, None nothing, as Kubernetes reads a pod affinity term's."""
+    if selector is None:
+        return False
+    for key, operator, values in selector:
+        value = labels.get(key)
+        if operator == "In":
+            if value is None or value not in values:
+                return False
+        elif operator == "NotIn":
+            if value is not None and value in values:
+                return False
+        elif operator == "Exists":
+            if value is None:
+                return False
+        elif value is not None:  # DoesNotExist
+            return False
+    return True
+
+
+def pod_term_selects(term: PodAffinityTerm, pod: Pod,
+                     namespaces: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether a pod affinity term picks `pod`: its namespace is among the term's (or its
+    labels, `namespace_labels`, match the term's namespace selector) and its labels
+    match the term's selector."""
+    namespace = pod.namespace
+    if namespace not in term.namespaces:
+        chooser = term.namespace_selector
+        if chooser is None or (chooser and not label_selector_matches(
+                chooser, namespace_labels(namespaces, namespace))):
+            return False
+    return label_selector_matches(term.selector, pod.labels)

@@ -23,10 +23,15 @@ from vscheduler.specs import (
     DisruptionBudget,
     HyperNodeMember,
     HyperNodeSpec,
+    InterPod,
+    LabelExpression,
+    LabelSelector,
     NetworkTopology,
     NodeSpec,
     Pod,
+    PodAffinityTerm,
     PodGroupSpec,
+    SpreadConstraint,
 )
 from vscheduler.textinput import TextError, brief, load_json
 
@@ -252,6 +257,147 @@ def _expressions(raw: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]
     return out
 
 
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _label_expressions(raw: Any, where: str) -> list[LabelExpression]:
+    """A label selector's `matchExpressions`, validated as the API server does: In,
+    NotIn, Exists or DoesNotExist; In and NotIn take values, the other two none."""
+    expressions = _expressions(raw, where)
+    for i, (_, operator, values) in enumerate(expressions):
+        if operator not in _LABEL_OPERATORS:
+            raise BadObject(f"{where}[{i}]: a label selector's operator is In, NotIn, "
+                            f"Exists or DoesNotExist, got {operator}")
+        if (operator in ("In", "NotIn")) != bool(values):
+            raise BadObject(f"{where}[{i}]: In and NotIn need values, Exists and "
+                            "DoesNotExist take none")
+    return expressions
+
+
+def _label_selector(raw: Any, where: str) -> LabelSelector | None:
+    """A `metav1.LabelSelector` as one tuple of requirements (`matchLabels` read as In
+    with one value); None when absent, which selects nothing where Kubernetes says so."""
+    if raw is None:
+        return None
+    selector = _map(raw, where)
+    matched = _str_map(selector.get("matchLabels"), f"{where}.matchLabels")
+    return (*((key, "In", (value,)) for key, value in sorted(matched.items())),
+            *_label_expressions(selector.get("matchExpressions"), f"{where}.matchExpressions"))
+
+
+def _folded(selector: LabelSelector | None, labels: dict[str, str], keys: Any,
+            operator: str, where: str) -> LabelSelector | None:
+    """`selector` with `matchLabelKeys` (In) or `mismatchLabelKeys` (NotIn) folded in:
+    each key the pod has a label for, with the pod's value (a key it lacks is left out,
+    and a term without a selector stays without one), as the API server merges them."""
+    names = [_scalar(key, f"{where}[]") for key in _list(keys, where)]
+    if selector is None or not names:
+        return selector
+    return (*selector, *((key, operator, (labels[key],)) for key in names if key in labels))
+
+
+def _pod_affinity_term(raw: Any, where: str, namespace: str,
+                       labels: dict[str, str]) -> PodAffinityTerm:
+    term = _map(raw, where)
+    key = _text(term.get("topologyKey"), f"{where}.topologyKey", "")
+    if not key:
+        raise BadObject(f"{where}.topologyKey: required")
+    selector = _label_selector(term.get("labelSelector"), f"{where}.labelSelector")
+    selector = _folded(selector, labels, term.get("matchLabelKeys"), "In",
+                       f"{where}.matchLabelKeys")
+    selector = _folded(selector, labels, term.get("mismatchLabelKeys"), "NotIn",
+                       f"{where}.mismatchLabelKeys")
+    namespaces = frozenset(_scalar(ns, f"{where}.namespaces[]")
+                           for ns in _list(term.get("namespaces"), f"{where}.namespaces"))
+    namespace_selector = _label_selector(term.get("namespaceSelector"),
+                                         f"{where}.namespaceSelector")
+    if not namespaces and namespace_selector is None:
+        namespaces = frozenset((namespace,))
+    return PodAffinityTerm(selector, namespaces, namespace_selector, sys.intern(key))
+
+
+def _pod_affinity_terms(section: dict, where: str, namespace: str, labels: dict[str, str],
+                        ) -> tuple[tuple[PodAffinityTerm, ...],
+                                   tuple[tuple[int, PodAffinityTerm], ...]]:
+    """A `podAffinity` or `podAntiAffinity`: its required terms and its preferred
+    (weight, term) pairs (weight 1 to 100, as the API server validates)."""
+    required_where = f"{where}.requiredDuringSchedulingIgnoredDuringExecution"
+    required = tuple(
+        _pod_affinity_term(raw, f"{required_where}[{i}]", namespace, labels)
+        for i, raw in enumerate(_list(section.get(
+            "requiredDuringSchedulingIgnoredDuringExecution"), required_where)))
+    preferred_where = f"{where}.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = []
+    for i, raw in enumerate(_list(section.get(
+            "preferredDuringSchedulingIgnoredDuringExecution"), preferred_where)):
+        item = _map(raw, f"{preferred_where}[{i}]")
+        weight = _int(item.get("weight"), f"{preferred_where}[{i}].weight", 0) or 0
+        if not 1 <= weight <= 100:
+            raise BadObject(f"{preferred_where}[{i}].weight: 1 to 100, got {weight}")
+        preferred.append((weight, _pod_affinity_term(
+            item.get("podAffinityTerm"), f"{preferred_where}[{i}].podAffinityTerm",
+            namespace, labels)))
+    return required, tuple(preferred)
+
+
+_SPREAD_POLICIES = ("Honor", "Ignore")
+
+
+def _spread_constraint(raw: Any, where: str, namespace: str,
+                       labels: dict[str, str]) -> SpreadConstraint:
+    item = _map(raw, where)
+    max_skew = _int(item.get("maxSkew"), f"{where}.maxSkew", 0) or 0
+    if max_skew < 1:
+        raise BadObject(f"{where}.maxSkew: must be 1 or more, got {max_skew}")
+    key = _text(item.get("topologyKey"), f"{where}.topologyKey", "")
+    if not key:
+        raise BadObject(f"{where}.topologyKey: required")
+    when = item.get("whenUnsatisfiable")
+    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+        raise BadObject(f"{where}.whenUnsatisfiable: DoNotSchedule or ScheduleAnyway, "
+                        f"got {brief(when)}")
+    min_domains = _int(item.get("minDomains"), f"{where}.minDomains")
+    if min_domains is not None and (min_domains < 1 or when != "DoNotSchedule"):
+        raise BadObject(f"{where}.minDomains: 1 or more, and only with DoNotSchedule")
+    policies = []
+    for field_name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+        policy = _text(item.get(field_name), f"{where}.{field_name}", default)
+        if policy not in _SPREAD_POLICIES:
+            raise BadObject(f"{where}.{field_name}: Honor or Ignore, got {brief(policy)}")
+        policies.append(policy == "Honor")
+    selector = _label_selector(item.get("labelSelector"), f"{where}.labelSelector")
+    selector = _folded(selector, labels, item.get("matchLabelKeys"), "In",
+                       f"{where}.matchLabelKeys")
+    term = PodAffinityTerm(selector, frozenset((namespace,)), None, sys.intern(key))
+    return SpreadConstraint(max_skew, term, when == "DoNotSchedule", min_domains,
+                            honor_affinity=policies[0], honor_taints=policies[1])
+
+
+def _inter_pod(spec: dict, namespace: str, labels: dict[str, str]) -> InterPod | None:
+    """The pod's affinity and anti-affinity to other pods and its topology spread
+    constraints; None when it has none."""
+    affinity = _map(spec.get("affinity"), "spec.affinity")
+    raw_affinity = affinity.get("podAffinity")
+    raw_anti = affinity.get("podAntiAffinity")
+    raw_spread = spec.get("topologySpreadConstraints")
+    if not (raw_affinity or raw_anti or raw_spread):
+        return None
+    required, preferred = _pod_affinity_terms(
+        _map(raw_affinity, "spec.affinity.podAffinity"), "spec.affinity.podAffinity",
+        namespace, labels)
+    anti, preferred_anti = _pod_affinity_terms(
+        _map(raw_anti, "spec.affinity.podAntiAffinity"), "spec.affinity.podAntiAffinity",
+        namespace, labels)
+    spread = tuple(
+        _spread_constraint(raw, f"spec.topologySpreadConstraints[{i}]", namespace, labels)
+        for i, raw in enumerate(_list(raw_spread, "spec.topologySpreadConstraints")))
+    rules = InterPod(required, anti, preferred, preferred_anti, spread)
+    return rules if rules != _NO_RULES else None
+
+
+_NO_RULES = InterPod()
+
+
 def _node_selector_term(term: Any, where: str) -> list[tuple[str, str, tuple[str, ...]]]:
     term = _map(term, where)
     exprs = _expressions(term.get("matchExpressions"), f"{where}.matchExpressions")
@@ -431,6 +577,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         preferred_affinity=preferred,
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
+        inter_pod=_inter_pod(spec, namespace, labels),
         scheduling_gates=gates,
         nominated_node=_text(status.get("nominatedNodeName"), "status.nominatedNodeName", ""),
         start_time=_time(status.get("startTime"), "status.startTime"),
@@ -615,12 +762,8 @@ def _hypernode_member(raw: Any, where: str) -> HyperNodeMember:
         except ValueError as err:
             raise BadObject(f"{where}.selector.regexMatch.pattern: {err}") from None
         return HyperNodeMember(kind, pattern=pattern)
-    expressions = _expressions(way.get("matchExpressions"),
-                               f"{where}.selector.labelMatch.matchExpressions")
-    for i, (_, operator, values) in enumerate(expressions):
-        if operator not in _LABEL_OPERATORS or (operator in ("In", "NotIn")) != bool(values):
-            raise BadObject(f"{where}.selector.labelMatch.matchExpressions[{i}]: In and NotIn "
-                            "take values, Exists and DoesNotExist none")
+    expressions = _label_expressions(way.get("matchExpressions"),
+                                     f"{where}.selector.labelMatch.matchExpressions")
     return HyperNodeMember(kind, match_labels=_str_map(way.get("matchLabels"),
                                                        f"{where}.selector.labelMatch.matchLabels"),
                            match_expressions=tuple(expressions))
@@ -666,7 +809,6 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
 # --------------------------------------------------------------------------- policy
 
 _PERCENT = re.compile(r"^[0-9]{1,9}%$")
-_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def _int_or_percent(raw: Any, where: str) -> int | str | None:
@@ -693,16 +835,8 @@ def parse_disruption_budget(obj: dict) -> DisruptionBudget:
     spec = _map(obj.get("spec"), "spec")
     status = _map(obj.get("status"), "status")
     selector = _map(spec.get("selector"), "spec.selector")
-    expressions = _expressions(selector.get("matchExpressions"),
-                               "spec.selector.matchExpressions")
-    for i, (_, operator, values) in enumerate(expressions):
-        where = f"spec.selector.matchExpressions[{i}]"
-        if operator not in _LABEL_OPERATORS:
-            raise BadObject(f"{where}: a label selector's operator is In, NotIn, Exists or "
-                            f"DoesNotExist, got {operator}")
-        if (operator in ("In", "NotIn")) != bool(values):
-            raise BadObject(f"{where}: In and NotIn need values, Exists and DoesNotExist "
-                            "take none")
+    expressions = _label_expressions(selector.get("matchExpressions"),
+                                     "spec.selector.matchExpressions")
     min_available = _int_or_percent(spec.get("minAvailable"), "spec.minAvailable")
     max_unavailable = _int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable")
     if min_available is not None and max_unavailable is not None:

@@ -21,13 +21,21 @@ from dataclasses import dataclass, field
 from vscheduler.resources import Resource
 
 __all__ = ["Affinity", "ConditionSpec", "DisruptionBudget", "HyperNodeMember", "HyperNodeSpec",
-           "NetworkTopology", "NodeSpec", "Pod", "PodGroupSpec", "pod_index"]
+           "InterPod", "LabelExpression", "LabelSelector", "NetworkTopology", "NodeSpec", "Pod",
+           "PodAffinityTerm", "PodGroupSpec", "SpreadConstraint", "pod_index"]
 
 # Node affinity terms: a list of terms (ORed), each a list of (key, operator, values)
 # expressions (ANDed).
 Affinity = list[list[tuple[str, str, tuple[str, ...]]]]
 # A PodGroup condition as read: (type, status, reason, message).
 ConditionSpec = tuple[str, str, str, str]
+
+# A label selector requirement: (key, operator, values), operator In, NotIn, Exists or
+# DoesNotExist.
+LabelExpression = tuple[str, str, tuple[str, ...]]
+# A label selector: its requirements, all of which must hold (`matchLabels` are read as
+# In requirements with one value); empty: every object.
+LabelSelector = tuple[LabelExpression, ...]
 
 VOLCANO_PODGROUP = "scheduling.volcano.sh/v1beta1"
 
@@ -41,6 +49,53 @@ def pod_index(name: str) -> int | None:
         return None
     match = _TRAILING_INDEX.match(name)
     return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """Pods that a pod wants near it, or away from it: those `selector` picks (None: no
+    pod) in `namespaces`, in namespaces whose labels `namespace_selector` picks (None:
+    none beyond `namespaces`; empty: every namespace), on nodes with the same value of
+    node label `topology_key`. Read as the API server and kube-scheduler read a term:
+    with neither namespaces nor a namespace selector, the pod's own namespace; its
+    `matchLabelKeys` and `mismatchLabelKeys` already folded into `selector` with the
+    pod's own values. Compared by value: the replicas of a Deployment share one term."""
+
+    selector: LabelSelector | None
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+    topology_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """One of a pod's `topologySpreadConstraints`: the pods `term` picks (the pod's own
+    namespace; `matchLabelKeys` folded in) may differ by at most `max_skew` between the
+    domains of `term.topology_key`. `hard` is `whenUnsatisfiable: DoNotSchedule` (else
+    ScheduleAnyway: a score only). Nodes count as domains when they pass the pod's node
+    affinity (`honor_affinity`, the default) and, with `honor_taints`, tolerate its
+    taints; fewer than `min_domains` domains count as a global minimum of 0."""
+
+    max_skew: int
+    term: PodAffinityTerm
+    hard: bool
+    min_domains: int | None = None
+    honor_affinity: bool = True
+    honor_taints: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InterPod:
+    """A pod's rules about other pods: required and preferred pod affinity and
+    anti-affinity ((weight, term) pairs for the preferred) and topology spread
+    constraints. One object for all of them, and None on the pods that have none (most):
+    a pod pays one field for them."""
+
+    affinity: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    preferred_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -74,6 +129,8 @@ class Pod:
     tolerations: Sequence[tuple[str, str, str, str]] = ()
     # (protocol, host IP, port)
     host_ports: Sequence[tuple[str, str, int]] = ()
+    # pod affinity, anti-affinity and topology spread; None: none of them
+    inter_pod: InterPod | None = None
     scheduling_gates: tuple[str, ...] = ()
     nominated_node: str = ""
     # status.startTime (seconds since the epoch), None before the kubelet starts it: a
@@ -149,11 +206,6 @@ class NodeSpec:
     # (key, value, effect)
     taints: Sequence[tuple[str, str, str]]
     unschedulable: bool
-
-
-# A label selector requirement: (key, operator, values), operator In, NotIn, Exists or
-# DoesNotExist.
-LabelExpression = tuple[str, str, tuple[str, ...]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
