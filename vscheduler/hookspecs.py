@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import pluggy
 
 if TYPE_CHECKING:
+    from vscheduler.census import PodCensus
     from vscheduler.fit import Unfit
     from vscheduler.framework.results import SessionResult
     from vscheduler.model import Job, Node, PriorityClass, Queue, Task
@@ -136,6 +137,9 @@ class SessionView(Protocol):
     # tree, or None without any. A plugin may set one at open (one built from node
     # labels, say) where the cluster has no HyperNodes.
     topology: Topology | None
+    # Pods on the nodes counted by the terms of inter-pod affinity, anti-affinity and
+    # topology spread (`vscheduler.census`), kept up to date as pods move.
+    census: PodCensus
 
     def event(self, object: str, type: str, reason: str, message: str) -> None:
         """Record a Kubernetes Event (`object` is `Kind/namespace/name`)."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from vscheduler.cache import Snapshot
+from vscheduler.census import PodCensus
 from vscheduler.conf import SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.close import close_session, held_part
@@ -106,6 +107,8 @@ class Session:
             nodes = {node.name: node.labels for node in self.node_list}
             self.topology = self.keep("session.topology", snapshot.topology_key,
                                       lambda: from_hypernodes(snapshot.hypernodes, nodes))
+        # Pods counted by the terms of inter-pod rules, kept up to date by statements.
+        self.census = PodCensus(self)
         self.plugins: dict[str, Any] = {}
         self.result = SessionResult()
         # Why tasks and jobs could not be placed, by uid (framework.close reads them).
@@ -280,11 +283,14 @@ class Session:
         """What victim plans read besides their nodes, jobs and preemptors: the queues
         and the PodDisruptionBudgets (both by identity: the cache replaces an object
         that changes) and what the plugins that offer or order victims say; None if
-        some such plugin does not say, or a budget without a status has its allowance
-        counted from every pod of the cluster (then plans are not carried into the next
-        session)."""
+        some such plugin does not say, a budget without a status has its allowance
+        counted from every pod of the cluster, or inter-pod rules are in use, which
+        make a node's verdicts depend on pods elsewhere (then plans are not carried
+        into the next session)."""
         budgets = self.snapshot.budgets
         if not self.carries_plans or any(b.disruptions_allowed is None for b in budgets):
+            return None
+        if self.census.in_use():
             return None
         return (tuple(self.queues.items()), budgets, *self._victim_state())
 
@@ -388,6 +394,7 @@ class Session:
         collector happens to run."""
         self.plugins = {}
         self._bind_hooks({})
+        self.census = PodCensus(None)  # (the census keeps its session)
         for memo in self.plan_memos:
             memo.settle()
         self.plan_memos = []

@@ -65,6 +65,7 @@ class Statement:
         previous = task.status
         session.jobs[task.job_id].update_task_status(task, S.RELEASING)
         node.update_task(task)
+        session.census.moved(task, node.name, -1, evicted=True)
         session.deallocate_event(task)
         self.operations.append(Operation(_EVICT, task, node, reason, preemptor, previous,
                                          terms))
@@ -81,6 +82,7 @@ class Statement:
         session.jobs[task.job_id].update_task_status(task, status)
         task.node_name = node.name
         node.add_task(task)
+        session.census.moved(task, node.name, 1)
         error = session.allocate_event(task)
         if error:
             self._unplace(task, node)
@@ -92,6 +94,7 @@ class Statement:
         session = self.session
         session.jobs[task.job_id].update_task_status(task, S.PENDING)
         node.remove_task(task)
+        session.census.moved(task, node.name, -1)
         session.deallocate_event(task)
         task.node_name = ""
         task.eviction_occurred = False
@@ -102,6 +105,7 @@ class Statement:
         # pod would then look Running to a later reclaim in the same session).
         session.jobs[task.job_id].update_task_status(task, previous)
         node.update_task(task)
+        session.census.moved(task, node.name, 1, evicted=True)
         session.allocate_event(task)
 
     # ---------------------------------------------------------------- outcome
