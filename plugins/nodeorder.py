@@ -16,7 +16,11 @@ Over the candidates (`batch_node_order`), normalised as kube-scheduler does:
 - node affinity: the sum of the weights of the pod's preferred node-affinity terms a
   node matches, scaled so the best candidate gets 100;
 - taint toleration: the number of PreferNoSchedule taints the pod does not tolerate,
-  inverted so the candidates with the fewest get 100.
+  inverted so the candidates with the fewest get 100;
+- inter-pod affinity: the pod's preferred pod affinity and anti-affinity, and the
+  terms of pods on the nodes that pick it, per topology domain, scaled to span 0..100;
+- topology spread: the pod's `ScheduleAnyway` constraints, fewer matching pods in the
+  node's domain scoring higher (`vscheduler.inter_pod` holds both).
 
 Integer arithmetic follows kube-scheduler's (each score truncated), so scores are the
 ones kube-scheduler would give and are deterministic.
@@ -24,16 +28,19 @@ ones kube-scheduler would give and are deterministic.
 Differences from Volcano: scorers see this session's placements whether or not the
 predicates plugin is enabled (Volcano's only do with it); pods without requests are
 counted as requesting nothing (kube-scheduler counts 100m CPU / 200MiB for scoring).
-Accepted with no effect, as there is no such scorer here: `podaffinity.weight`,
-`imagelocality.weight`, `podtopologyspread.weight`.
+Difference from Volcano: an existing pod's required pod affinity that picks the
+incoming pod adds 1 per term to its domain's score (kube-scheduler's default
+hardPodAffinityWeight); Volcano builds the scorer without that default, so it adds 0.
+Accepted with no effect, as there is no such scorer here: `imagelocality.weight`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from vscheduler.hookspecs import SessionView, hookimpl
+from vscheduler.inter_pod import RuleBook, normalize_affinity
 from vscheduler.matching import Toleration, term_matches, tolerated
 from vscheduler.model import Node, Task
 from vscheduler.plugin import Argument, Plugin
@@ -159,18 +166,27 @@ class NodeOrderPlugin(Plugin):
         Argument("leastrequested.weight", int, 1, "favour emptier nodes"),
         Argument("mostrequested.weight", int, 0, "favour fuller nodes"),
         Argument("nodeaffinity.weight", int, 2, "favour preferred node affinity"),
-        Argument("podaffinity.weight", int, 2, "accepted; no inter-pod affinity scorer"),
+        Argument("podaffinity.weight", int, 2, "favour preferred inter-pod affinity"),
         Argument("balancedresource.weight", int, 1, "favour evenly used nodes"),
         Argument("tainttoleration.weight", int, 3,
                  "avoid PreferNoSchedule taints the pod does not tolerate"),
         Argument("imagelocality.weight", int, 1, "accepted; no image locality scorer"),
-        Argument("podtopologyspread.weight", int, 2, "accepted; no topology spread scorer"),
+        Argument("podtopologyspread.weight", int, 2,
+                 "favour nodes that spread the pod by its ScheduleAnyway constraints"),
     )
 
     @hookimpl
-    def task_signature(self, task: Task) -> None:
-        """Nothing beyond the task's resources and placement constraints and the node."""
-        return None
+    def task_signature(self, task: Task) -> Hashable:
+        """Beyond the task's resources and placement constraints and the node: for a pod
+        that inter-pod scores concern, those scorers and how far the census has moved
+        (their scores change whenever a pod they count does)."""
+        book = self._book
+        if book is None:
+            return None
+        affinity, spread = book.affinity(task), book.spread(task)
+        if affinity is None and spread is None:
+            return None
+        return (affinity and affinity.key, spread and spread.key, self.session.census.version)
 
     @hookimpl
     def on_session_open(self, session: SessionView) -> None:
@@ -181,6 +197,11 @@ class NodeOrderPlugin(Plugin):
         self._balanced: int = args["balancedresource.weight"]
         self._affinity_weight: int = args["nodeaffinity.weight"]
         self._taint_weight: int = args["tainttoleration.weight"]
+        self._pod_affinity_weight: int = args["podaffinity.weight"]
+        self._spread_weight: int = args["podtopologyspread.weight"]
+        self._book = RuleBook(session.census, affinity=bool(self._pod_affinity_weight),
+                              spread=bool(self._spread_weight)) \
+            if self._pod_affinity_weight or self._spread_weight else None
 
     @hookimpl
     def node_order(self, task: Task, node: Node) -> float:
@@ -204,6 +225,14 @@ class NodeOrderPlugin(Plugin):
             tolerations = [t for t in task.pod.tolerations if t[3] in ("", PREFER_NO_SCHEDULE)]
             raw = [intolerable_prefer_no_schedule(node, tolerations) for node in nodes]
             self._add(totals, normalize(raw, reverse=True), self._taint_weight)
+        if self._book is not None:
+            affinity = self._book.affinity(task)
+            if affinity is not None:
+                self._add(totals, normalize_affinity([affinity.raw(node) for node in nodes]),
+                          self._pod_affinity_weight)
+            spread = self._book.spread(task)
+            if spread is not None:
+                self._add(totals, spread.scores(nodes), self._spread_weight)
         return {node.name: float(total) for node, total in zip(nodes, totals, strict=True)}
 
     @staticmethod

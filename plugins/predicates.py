@@ -23,11 +23,18 @@ session, terminating), except pods this session evicted: Volcano removes those f
 node view at once, which is what lets preempt free a pod slot or a host port. That is
 the only per-node state kept, through the event hooks.
 
+6. PodTopologySpread: `DoNotSchedule` constraints (`predicate.PodTopologySpreadEnable`);
+7. InterPodAffinity: required pod affinity and anti-affinity, the pod's and that of the
+   pods already on the nodes (`predicate.PodAffinityEnable`).
+
+6 and 7 follow kube-scheduler (`vscheduler.inter_pod` holds the rules): they read pods
+on other nodes of a topology domain, counted by the session's census, which logs the
+nodes of a domain as changed when its pods change, so node searches stay shared.
+
 Not implemented (their arguments are accepted so that Volcano confs load, and have no
-effect): inter-pod affinity and anti-affinity (`predicate.PodAffinityEnable`), volume
-limits, volume zones and volume binding (`predicate.NodeVolumeLimitsEnable`,
-`predicate.VolumeZoneEnable`, `predicate.VolumeBindingEnable`), pod topology spread
-(`predicate.PodTopologySpreadEnable`), dynamic resource allocation, shared devices, and
+effect): volume limits, volume zones and volume binding
+(`predicate.NodeVolumeLimitsEnable`, `predicate.VolumeZoneEnable`,
+`predicate.VolumeBindingEnable`), dynamic resource allocation, shared devices, and
 the equivalence cache (`predicate.CacheEnable`: the per-task preparation below makes
 it unnecessary). Scheduling gates are the actions' business: a gated pod is never tried.
 
@@ -36,8 +43,11 @@ The matching rules themselves (labels, tolerations, ports) are in `vscheduler.ma
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from vscheduler.fit import Unfit
 from vscheduler.hookspecs import SessionView, hookimpl
+from vscheduler.inter_pod import RuleBook
 from vscheduler.matching import (
     HARD_EFFECTS,
     UNSCHEDULABLE_TAINT,
@@ -110,19 +120,24 @@ class PredicatesPlugin(Plugin):
         Argument("predicate.NodePortsEnable", bool, True, "check host port conflicts"),
         Argument("predicate.TaintTolerationEnable", bool, True,
                  "keep pods off nodes with NoSchedule/NoExecute taints they do not tolerate"),
-        Argument("predicate.PodAffinityEnable", bool, True, "accepted; not implemented"),
+        Argument("predicate.PodAffinityEnable", bool, True,
+                 "check required inter-pod affinity and anti-affinity"),
         Argument("predicate.NodeVolumeLimitsEnable", bool, True, "accepted; not implemented"),
         Argument("predicate.VolumeZoneEnable", bool, True, "accepted; not implemented"),
         Argument("predicate.PodTopologySpreadEnable", bool, True,
-                 "accepted; not implemented"),
+                 "check DoNotSchedule topology spread constraints"),
         Argument("predicate.VolumeBindingEnable", bool, True, "accepted; not implemented"),
         Argument("predicate.CacheEnable", bool, False, "accepted; not needed here"),
     )
 
     @hookimpl
-    def task_signature(self, task: Task) -> None:
-        """Nothing beyond the task's resources and placement constraints and the node."""
-        return None
+    def task_signature(self, task: Task) -> Hashable:
+        """Beyond the task's resources and placement constraints and the node: its
+        inter-pod rules, and what they read beyond the node's own domain."""
+        if not self._inter_pod:
+            return None
+        rules = self._book.required(task)
+        return None if rules is None else (rules.key, rules.state())
 
     @hookimpl
     def on_session_open(self, session: SessionView) -> None:
@@ -135,6 +150,11 @@ class PredicatesPlugin(Plugin):
         # node name -> keys of the tasks this session evicted from it: they no longer
         # take a pod slot or a host port there.
         self._evicted: dict[str, set[str]] = {}
+        self._inter_pod = bool(self.args["predicate.PodAffinityEnable"]
+                               or self.args["predicate.PodTopologySpreadEnable"])
+        self._book = RuleBook(session.census, affinity=bool(
+            self.args["predicate.PodAffinityEnable"]), spread=bool(
+            self.args["predicate.PodTopologySpreadEnable"]))
 
     def _prepare(self, task: Task) -> _PodChecks:
         checks = _PodChecks(task, affinity=self._affinity, taints=self._taints,
@@ -147,13 +167,17 @@ class PredicatesPlugin(Plugin):
         checks = self._checks.get(task.uid) or self._prepare(task)
         crowded = node.pod_count() >= node.max_pods and self._crowded(node)
         refusal = self._unresolvable(checks, node)
-        if refusal is not None:
-            if crowded:
-                return Unfit(REASON_POD_NUMBER, *refusal.reasons)
-            return refusal
-        if checks.host_ports and self._ports_taken(checks.host_ports, node):
-            return Unfit(REASON_POD_NUMBER, REASON_PORTS, resolvable=True) if crowded else _PORTS
-        return _POD_NUMBER if crowded else None
+        if refusal is None and checks.host_ports and self._ports_taken(checks.host_ports, node):
+            refusal = _PORTS
+        if refusal is None and self._inter_pod:
+            rules = self._book.required(task)
+            if rules is not None:
+                refusal = rules.refuse(node)
+        if refusal is None:
+            return _POD_NUMBER if crowded else None
+        if crowded:
+            return Unfit(REASON_POD_NUMBER, *refusal.reasons, resolvable=refusal.resolvable)
+        return refusal
 
     def _crowded(self, node: Node) -> bool:
         """The node's pod slots are all taken, counting out pods evicted this session."""
