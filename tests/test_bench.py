@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,12 @@ from vscheduler.bench import (
     TIDAL_CONF,
     TOPOLOGY_CONF,
     TOPOLOGY_TIERS,
+    ZONES,
     BenchSpec,
+    anti_affinity_check,
     generate,
     minimum_tidal_evictions,
+    replicas,
     scene_spec,
     topology_check,
     topology_domains,
@@ -628,3 +632,153 @@ def test_bench_fails_when_a_gang_is_across_domains(capsys, monkeypatch):
     captured = capsys.readouterr()
     assert "1 across more than one rack (violations)" in captured.out
     assert "vscheduler: 1 gang(s) across more than one rack, 0 bound in part" in captured.err
+
+
+# ------------------------------------------------------------------ anti-affinity scene
+
+
+def test_anti_affinity_scene_is_the_issues_cluster():
+    spec = scene_spec("anti-affinity")
+    assert (spec.nodes, spec.running, spec.jobs, spec.sessions, spec.tasks_pending) == \
+        (5000, 40_000, 1000, 2, 1)
+    assert not spec.zone_spread
+    # the running cluster alone: the replicas arrive after the first session
+    small = replace(spec, nodes=20, running=60, jobs=7)
+    objects = generate(small)
+    assert not [o for o in objects if o["kind"] == "Pod" and not o["spec"].get("nodeName")]
+    assert sum(o["kind"] == "Pod" for o in objects) == 60
+    pods = replicas(small)
+    assert len(pods) == 7 and len({p["metadata"]["name"] for p in pods}) == 7
+    for pod in pods:
+        assert pod["metadata"]["labels"] == {"app": "web"}
+        assert "scheduling.k8s.io/group-name" not in pod["metadata"]["annotations"]
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+        assert pod["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"] == [
+            {"labelSelector": {"matchLabels": {"app": "web"}},
+             "topologyKey": "kubernetes.io/hostname"}]
+        assert "topologySpreadConstraints" not in pod["spec"]
+    spread = replicas(replace(small, zone_spread=True))[0]["spec"]["topologySpreadConstraints"]
+    assert spread == [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                       "whenUnsatisfiable": "DoNotSchedule",
+                       "labelSelector": {"matchLabels": {"app": "web"}}}]
+
+
+@pytest.mark.parametrize("scene", ["default", "tidal", "topology", "anti-affinity"])
+def test_every_scenes_nodes_carry_their_hostname_and_zone(scene):
+    nodes = [o for o in generate(scene_spec(scene, nodes=7, running=10, jobs=2))
+             if o["kind"] == "Node"]
+    assert len(nodes) == 7
+    for i, node in enumerate(nodes):
+        labels = node["metadata"]["labels"]
+        assert labels["kubernetes.io/hostname"] == node["metadata"]["name"]
+        assert labels["topology.kubernetes.io/zone"] == f"zone-{i % ZONES}"
+
+
+def test_anti_affinity_scene_places_every_replica_in_the_second_session(capsys):
+    figures = _bench_json(capsys, "--scene", "anti-affinity", "--nodes", "40", "--running",
+                          "160", "--jobs", "30")
+    first, second = figures["sessions"]
+    assert first["binds"] == 0 and first["pending"] == 0
+    assert second["binds"] == 30 and second["pending"] == 0
+    check = figures["anti_affinity"]
+    assert check == {"replicas": 30, "bound": 30, "pending": 0, "zone_spread": False,
+                     "nodes_shared": 0, "zones": check["zones"], "zone_skew": check["zone_skew"],
+                     "violations": 0}
+    assert sum(check["zones"]) == 30
+    summary = figures["summary"]
+    assert summary["anti_affinity_bound"] == 30 and summary["anti_affinity_violations"] == 0
+    assert summary["median_later_session_ms"] == second["session_ms"]
+    assert summary["median_later_phases_ms"]["allocate"] == second["phases_ms"]["allocate"]
+
+
+def test_anti_affinity_scene_leaves_replicas_beyond_one_a_node_pending(capsys):
+    figures = _bench_json(capsys, "--scene", "anti-affinity", "--nodes", "12", "--running",
+                          "40", "--jobs", "20", "--sessions", "3")
+    assert [s["binds"] for s in figures["sessions"]] == [0, 12, 0]
+    assert [s["pending"] for s in figures["sessions"]] == [0, 8, 8]
+    check = figures["anti_affinity"]
+    assert (check["bound"], check["pending"], check["violations"]) == (12, 8, 0)
+    assert check["zones"] == [4, 4, 4]
+
+
+def test_zone_spread_keeps_the_zones_within_one_replica(capsys):
+    figures = _bench_json(capsys, "--scene", "anti-affinity", "--zone-spread", "--nodes",
+                          "30", "--running", "100", "--jobs", "13")
+    check = figures["anti_affinity"]
+    assert check["zone_spread"] and check["bound"] == 13
+    assert sorted(check["zones"]) == [4, 4, 5] and check["zone_skew"] == 1
+    assert check["violations"] == 0
+
+
+@given(nodes=st.integers(1, 30), running=st.integers(0, 200), count=st.integers(0, 40),
+       spread=st.booleans(), seed=st.integers(0, 20))
+@settings(max_examples=20, deadline=None)
+def test_anti_affinity_scene_decisions_hold_the_invariants_and_the_rules(nodes, running,
+                                                                         count, spread, seed):
+    """Judged from the binds themselves: no two replicas on one node, as many bound as
+    there are nodes (every node has room for one), and with the spread no zone more than
+    one replica ahead of another; the rest wait, saying anti-affinity refused them."""
+    spec = BenchSpec(nodes=nodes, running=running, jobs=count, zone_spread=spread, seed=seed,
+                     sessions=2, scene="anti-affinity")
+    simulation = Simulation(parse_conf(BENCH_CONF), ("vscheduler",))
+    simulation.load([(f"b#{i}", o) for i, o in enumerate(generate(spec))])
+    run_checked(simulation, 1)
+    simulation.load([(f"r#{i}", o) for i, o in enumerate(replicas(spec))])
+    run_checked(simulation, 1)
+    placed = [node for key, node in simulation.report.binds.items()
+              if "/web-" in key]
+    assert len(placed) == len(set(placed)) == min(nodes, count)
+    if spread:
+        zones = [0] * min(nodes, ZONES)
+        for node in placed:
+            zones[int(node.rsplit("-", 1)[1]) % ZONES] += 1
+        assert max(zones) - min(zones) <= 1
+    check = anti_affinity_check(spec, simulation.report.binds)
+    assert (check["bound"], check["violations"]) == (len(placed), 0)
+    pending = simulation.report.as_dict()["pendingJobs"]
+    assert len(pending) == count - len(placed)
+    for why in pending.values():
+        assert any("didn't match pod anti-affinity rules" in r for r in why["reasons"])
+
+
+def test_bench_fails_when_replicas_share_a_node(capsys, tmp_path):
+    """Without the anti-affinity filter (a conf that turns it off) 30 replicas on 12
+    nodes must share: the check sees it and bench exits 1."""
+    conf = tmp_path / "no-pod-affinity.conf"
+    conf.write_text(BENCH_CONF.replace(
+        "  - name: predicates\n",
+        "  - name: predicates\n    arguments:\n      predicate.PodAffinityEnable: false\n"),
+        encoding="utf-8")
+    flags = ["bench", "--scene", "anti-affinity", "--nodes", "12", "--running", "40",
+             "--jobs", "30", "--no-memory"]
+    assert main(flags) == 0
+    capsys.readouterr()
+    assert main([*flags, "--conf", str(conf)]) == 1
+    captured = capsys.readouterr()
+    assert "anti-affinity: 30 of 30 replicas bound" in captured.out
+    shared = int(captured.err.split("vscheduler: ")[1].split(" node(s)")[0])
+    assert shared >= 6
+    assert f"{shared} node(s) with two or more ({shared} violations)" in captured.out
+
+
+def test_anti_affinity_scene_text_report_says_the_cluster_and_the_check(capsys):
+    assert main(["bench", "--scene", "anti-affinity", "--nodes", "9", "--running", "30",
+                 "--jobs", "5", "--zone-spread", "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cluster (anti-affinity): 9 nodes, 30 pods running; 5 replicas of "
+                          "one app arriving after session 1, one a node (required "
+                          "anti-affinity by hostname), spread over 3 zones (maxSkew 1); seed 1")
+    assert "anti-affinity: 5 of 5 replicas bound (" in out
+    assert "0 pending; 0 node(s) with two or more, zone skew 1 (0 violations)" in out
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--scene", "anti-affinity", "--sessions", "1"], "sessions must be 2 or more"),
+    (["--scene", "anti-affinity", "--shape", "2x2"], "takes no pending_tasks"),
+    (["--zone-spread"], "the default scene has no replicas to spread"),
+    (["--topology", "--zone-spread"], "the topology scene has no replicas"),
+])
+def test_bad_anti_affinity_flags_are_refused(capsys, flags, words):
+    assert main(["bench", *flags]) == 2
+    assert words in capsys.readouterr().err
