@@ -507,7 +507,7 @@ def test_crds(chart: helm.Chart) -> None:
         "Queue": ({"weight", "capability", "deserved", "guarantee", "reclaimable", "priority",
                    "parent"}, {"state", "allocated"}),
         "PodGroup": ({"minMember", "minTaskMember", "minResources", "queue",
-                      "priorityClassName", "scheduleTimeoutSeconds"},
+                      "priorityClassName", "scheduleTimeoutSeconds", "networkTopology"},
                      {"phase", "conditions", "running", "succeeded", "failed"}),
         "HyperNode": ({"tier", "tierName", "members"}, {"conditions", "nodeCount"}),
     }
