@@ -106,6 +106,37 @@ def test_regular_expression_is_searched_not_matched_whole() -> None:
     assert tree.domains["anchored"].nodes == ("node-1",)
 
 
+def test_pattern_matches_kept_by_the_caller_are_reused_while_the_names_stay() -> None:
+    """A tree built again because a node's labels changed searches no name again: the
+    matches kept per pattern are read back (a kept answer shows it was not searched)."""
+    nodes = nodes_named("node-1", "node-10", "node-2")
+    hypernodes = specs(hypernode("rack", 1, members=[regex("^node-1")]))
+    matched: dict[str, list[str]] = {}
+    first = from_hypernodes(hypernodes, nodes, matched)
+    assert first.domains["rack"].nodes == ("node-1", "node-10")
+    assert matched == {"^node-1": ["node-1", "node-10"]}
+    matched["^node-1"] = ["node-2"]  # what a search would not give: read back as kept
+    again = from_hypernodes(hypernodes, nodes, matched)
+    assert again.domains["rack"].nodes == ("node-2",)
+
+
+def test_sessions_keep_pattern_matches_until_a_node_comes_or_goes() -> None:
+    simulation = Simulation(conf())
+    simulation.load([(f"t#{i}", o) for i, o in enumerate([
+        node("node-1"), node("node-2"),
+        hypernode("rack", 1, members=[regex("^node-")]), pod("p", cpu="1")])])
+    simulation.step()
+    kept = simulation.cache.kept["session.topology.matched"].value
+    assert kept == {"^node-": ["node-1", "node-2"]}
+    simulation.load([("t#relabel", node("node-2", labels={"zone": "z2"}))])
+    simulation.step()
+    assert simulation.cache.kept["session.topology.matched"].value is kept
+    simulation.load([("t#new", node("node-3"))])
+    simulation.step()
+    renewed = simulation.cache.kept["session.topology.matched"].value
+    assert renewed is not kept and renewed == {"^node-": ["node-1", "node-2", "node-3"]}
+
+
 def test_label_selector_chooses_by_labels_and_an_empty_one_chooses_nothing() -> None:
     nodes = nodes_named("a", "b", "c", labels={"a": {"rack": "r1", "gpu": "yes"},
                                                "b": {"rack": "r1"}, "c": {"rack": "r2"}})

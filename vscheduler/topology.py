@@ -201,15 +201,17 @@ class Topology:
 
 
 def _member_nodes(member: HyperNodeMember, nodes: Mapping[str, Mapping[str, str]],
-                  patterns: dict[str, Any]) -> list[str]:
-    """The names of the nodes a Node member chooses."""
+                  matched: dict[str, list[str]]) -> list[str]:
+    """The names of the nodes a Node member chooses. `matched` keeps, per pattern, the
+    names it matches among `nodes`' names (which a change of labels leaves alone)."""
     if member.name is not None:
         return [member.name] if member.name in nodes else []
     if member.pattern is not None:
-        pattern = patterns.get(member.pattern)
-        if pattern is None:
-            pattern = patterns[member.pattern] = compile_name_pattern(member.pattern)
-        return [name for name in nodes if pattern.search(name)]
+        names = matched.get(member.pattern)
+        if names is None:
+            pattern = compile_name_pattern(member.pattern)
+            names = matched[member.pattern] = [name for name in nodes if pattern.search(name)]
+        return names
     if not member.match_labels and not member.match_expressions:
         return []  # (an empty selector chooses nothing, as in Volcano)
     chosen = []
@@ -221,12 +223,16 @@ def _member_nodes(member: HyperNodeMember, nodes: Mapping[str, Mapping[str, str]
 
 
 def from_hypernodes(hypernodes: Sequence[HyperNodeSpec],
-                    nodes: Mapping[str, Mapping[str, str]]) -> Topology:
-    """The tree of `hypernodes` over `nodes` (name -> labels, in the session's order)."""
+                    nodes: Mapping[str, Mapping[str, str]],
+                    matched: dict[str, list[str]] | None = None) -> Topology:
+    """The tree of `hypernodes` over `nodes` (name -> labels, in the session's order).
+    `matched` (pattern -> the names it matches) may be kept by the caller for as long
+    as the nodes' names are the same: a tree built again because a node's labels
+    changed then searches no name again (313 patterns over 5,000 names take 1.5 s)."""
     domains = {h.name: Domain(h.name, h.tier, h.tier_name) for h in hypernodes}
     problems: list[tuple[str, str]] = []
     direct: dict[str, list[str]] = {}
-    patterns: dict[str, Any] = {}
+    patterns: dict[str, list[str]] = {} if matched is None else matched
     ready = True
     for hypernode in hypernodes:
         own: list[str] = []

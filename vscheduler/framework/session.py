@@ -105,8 +105,10 @@ class Session:
         self.topology: Topology | None = None
         if snapshot.hypernodes:
             nodes = {node.name: node.labels for node in self.node_list}
+            matched = self.keep("session.topology.matched", tuple(nodes), dict)
             self.topology = self.keep("session.topology", snapshot.topology_key,
-                                      lambda: from_hypernodes(snapshot.hypernodes, nodes))
+                                      lambda: from_hypernodes(snapshot.hypernodes, nodes,
+                                                              matched))
         # Pods counted by the terms of inter-pod rules, kept up to date by statements.
         self.census = PodCensus(self)
         self.plugins: dict[str, Any] = {}
