@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vscheduler.cli import main
-from vscheduler.conf import load_conf
+from vscheduler.conf import DEFAULT_CONF, load_conf
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -232,3 +232,81 @@ def test_topology_labels_example_makes_the_same_tree_from_node_labels(capsys):
                    str(ROOT / "conf/topology.conf"))
     assert not flat["pendingJobs"].get("ml/wide-rack")
     assert sum(k.startswith("ml/wide-rack") for k in flat["binds"]) == 3
+
+
+def _zone(node: str) -> str:
+    return node.split("-")[1][0]  # node-a1: zone-a
+
+
+def _anti_affinity_report(capsys, tmp_path: Path, text: str = "", predicates: str = "",
+                          nodeorder: str = "") -> dict:
+    example = ROOT / "examples/anti-affinity.yaml"
+    if text:
+        example = tmp_path / "anti-affinity.yaml"
+        example.write_text(text, encoding="utf-8")
+    args = [str(example)]
+    if predicates or nodeorder:
+        conf = tmp_path / "anti-affinity.conf"
+        text = DEFAULT_CONF
+        for plugin, arguments in (("predicates", predicates), ("nodeorder", nodeorder)):
+            if arguments:
+                line = f"  - name: {plugin}\n"
+                assert text.count(line) == 1
+                text = text.replace(line, f"{line}    arguments: {{{arguments}}}\n")
+        conf.write_text(text, encoding="utf-8")
+        args += ["--conf", str(conf)]
+    return _report(capsys, *args)
+
+
+def _by_app(report: dict, prefix: str) -> list[str]:
+    return [node for pod, node in report["binds"].items() if pod.startswith(prefix)]
+
+
+def test_anti_affinity_example(capsys, tmp_path):
+    report = _anti_affinity_report(capsys, tmp_path)
+    # web: one replica on each frontend node; the fourth waits, saying why
+    assert sorted(_by_app(report, "shop/web-")) == ["node-a1", "node-b1", "node-c1"]
+    assert report["pendingJobs"] == {"shop/web-7b9d5-v5r1c": {
+        "queue": "default", "pods": ["shop/web-7b9d5-v5r1c"], "reasons": [
+            "0/6 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, "
+            "3 node(s) didn't match pod anti-affinity rules."]}}
+    # api: with the replica running on node-a2, every zone ends with two
+    api = _by_app(report, "shop/api-")
+    assert len(api) == 5
+    assert sorted(_zone(n) for n in [*api, "node-a2"]) == ["a", "a", "b", "b", "c", "c"]
+    # cache: beside a web replica; report: in zone-a, off shop's web (research's is fine)
+    assert report["binds"]["shop/cache-0"] in _by_app(report, "shop/web-")
+    assert report["binds"]["analytics/report"] == "node-a2"
+
+
+def test_anti_affinity_example_namespace_selector_follows_namespace_labels(capsys, tmp_path):
+    text = (ROOT / "examples/anti-affinity.yaml").read_text(encoding="utf-8")
+    assert text.count("labels: {team: research}") == 1
+    report = _anti_affinity_report(
+        capsys, tmp_path, text.replace("labels: {team: research}", "labels: {team: storefront}"))
+    # research's web demo on node-a2 now counts too: no node of zone-a is left
+    assert "analytics/report" not in report["binds"]
+    assert report["pendingJobs"]["analytics/report"]["reasons"] == [
+        "0/6 nodes are available: 2 node(s) didn't match pod anti-affinity rules, "
+        "4 node(s) didn't match Pod's node affinity/selector."]
+    # without the Namespace objects, shop is seen with its name label alone: the
+    # storefront selector picks no namespace, and the report may go beside shop's web
+    bare = "\n---\n".join(doc for doc in text.split("\n---\n") if "kind: Namespace" not in doc)
+    report = _anti_affinity_report(capsys, tmp_path, bare)
+    assert report["binds"]["analytics/report"] in ("node-a1", "node-a2")
+
+
+def test_anti_affinity_example_without_the_rules(capsys, tmp_path):
+    """What the comments say happens with each rule turned off: each rule is what made
+    the difference."""
+    report = _anti_affinity_report(capsys, tmp_path,
+                                   predicates="predicate.PodAffinityEnable: false")
+    web = _by_app(report, "shop/web-")
+    assert len(web) == 4 and sorted(web).count("node-a1") == 2
+    report = _anti_affinity_report(capsys, tmp_path,
+                                   predicates="predicate.PodTopologySpreadEnable: false")
+    zones = [_zone(n) for n in [*_by_app(report, "shop/api-"), "node-a2"]]
+    assert [zones.count(z) for z in "abc"] == [2, 3, 1]
+    report = _anti_affinity_report(capsys, tmp_path, nodeorder="podaffinity.weight: 0")
+    assert report["binds"]["shop/cache-0"] not in _by_app(report, "shop/web-")
+    assert report["binds"]["shop/cache-0"].endswith("2")
