@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from vscheduler.matching import pod_term_selects
 from vscheduler.model import Task, TaskStatus
-from vscheduler.specs import PodAffinityTerm
+from vscheduler.specs import Pod, PodAffinityTerm
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
@@ -109,10 +109,31 @@ class PodCensus:
         (found on first ask)."""
         if not self._scanned:
             self._scanned = True
-            for task, node in self._pods():
-                if task.pod.inter_pod is not None:
-                    self._own(task, node, 1, touch=False)
+            evicted = self.evicted
+            for name, pods in self._carriers().items():
+                for pod in pods:
+                    if pod.key not in evicted:
+                        self._own(pod, name, 1, touch=False)
         return self.owners
+
+    def _carriers(self) -> dict[str, tuple[Pod, ...]]:
+        """Per node, the pods on it that carry inter-pod terms, as the nodes hold them
+        now. Kept from session to session: only the nodes the snapshot copied anew and
+        those this session changed are looked at again, not the 40,000 pods of a busy
+        cluster at every session."""
+        session = self.session
+        snapshot = session.snapshot
+        kept = session.keep("census.carriers", None, _Carriers)
+        if kept.serial != snapshot.serial:
+            if kept.serial and kept.serial == snapshot.base:
+                names: Iterable[str] = snapshot.changed_nodes
+            else:
+                kept.by_node.clear()
+                names = session.nodes
+            kept.serial = snapshot.serial
+            kept.update(session, names)
+        kept.update(session, dict.fromkeys(session.node_changes))
+        return kept.by_node
 
     def _pods(self) -> Iterator[tuple[Task, str]]:
         """Every pod that counts, with its node's name, as the nodes hold them now."""
@@ -132,9 +153,7 @@ class PodCensus:
         if any(task.pod.inter_pod is not None for job in session.waiting_jobs
                for task in job.tasks.values() if task.status == TaskStatus.PENDING):
             return True
-        return not self._scanned and any(
-            task.pod.inter_pod is not None
-            for node in session.node_list for task, _ in node.tasks.values())
+        return any(self._carriers().values())
 
     def domain(self, key: str, value: str) -> list[str]:
         """The names of the nodes whose label `key` is `value`."""
@@ -167,12 +186,12 @@ class PodCensus:
                 for key in counted.keys:
                     self._touch(key, labels)
         if task.pod.inter_pod is not None:
-            self._own(task, node, change, touch=True)
+            self._own(task.pod, node, change, touch=True)
 
-    def _own(self, task: Task, node: str, change: int, touch: bool) -> None:
-        """Count the terms `task` carries, as an owner, on `node`."""
+    def _own(self, pod: Pod, node: str, change: int, touch: bool) -> None:
+        """Count the terms `pod` carries, as an owner, on `node`."""
         owners = self.owners
-        for role, weight, term in _carried(task):
+        for role, weight, term in _carried(pod):
             counted = owners.get((role, weight, term))
             if counted is None:
                 counted = owners[(role, weight, term)] = TermCount((term,), False)
@@ -191,9 +210,9 @@ class PodCensus:
                 self.session.node_changes.extend(names)
 
 
-def _carried(task: Task) -> Iterator[tuple[str, int, PodAffinityTerm]]:
+def _carried(pod: Pod) -> Iterator[tuple[str, int, PodAffinityTerm]]:
     """The (role, weight, term) a pod carries as an owner (weight 1 when required)."""
-    rules = task.pod.inter_pod
+    rules = pod.inter_pod
     if rules is None:
         return
     for term in rules.anti_affinity:
@@ -204,6 +223,28 @@ def _carried(task: Task) -> Iterator[tuple[str, int, PodAffinityTerm]]:
         yield PREFERRED, weight, term
     for weight, term in rules.preferred_anti_affinity:
         yield PREFERRED_ANTI, weight, term
+
+
+class _Carriers:
+    """Per node name, the pods there with inter-pod terms; up to date with snapshot
+    `serial` (kept between sessions: see `PodCensus._carriers`)."""
+
+    __slots__ = ("by_node", "serial")
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, tuple[Pod, ...]] = {}
+        self.serial = 0
+
+    def update(self, session: Session, names: Iterable[str]) -> None:
+        nodes, by_node = session.nodes, self.by_node
+        for name in names:
+            node = nodes.get(name)
+            pods = () if node is None else tuple(
+                task.pod for task, _ in node.tasks.values() if task.pod.inter_pod is not None)
+            if pods:
+                by_node[name] = pods
+            else:
+                by_node.pop(name, None)
 
 
 def _domains(nodes: Iterable, key: str) -> dict[str, list[str]]:

@@ -838,7 +838,8 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
         victims = sparing + violating
     asked: list[bool] = []
     room = _room(session, policy, preemptor, node, asked) \
-        if policy.queue_must_fit and policy.until_queue_has_room else None
+        if (policy.queue_must_fit and policy.until_queue_has_room) \
+        or _reads_other_pods(session, preemptor) else None
 
     if policy.strategy.exact_cover:
         # the cheapest set among victims that break no budget, else among all
@@ -864,9 +865,9 @@ def budget_allowances(session: Session) -> dict[str, int]:
 
 def _room(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
           asked: list[bool]) -> Callable[[list[Task]], bool]:
-    """Whether, with the given victims gone, the preemptor's queue is `allocatable` and
-    every predicate passes on `node`: tried in a statement that is then discarded. Each
-    question is noted in `asked`."""
+    """Whether, with the given victims gone, the preemptor's queue is `allocatable`
+    (with `queue_must_fit`) and every predicate passes on `node`: tried in a statement
+    that is then discarded. Each question is noted in `asked`."""
     queue = session.queues[session.jobs[preemptor.job_id].queue]
 
     def room(victims: list[Task]) -> bool:
@@ -875,12 +876,20 @@ def _room(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
         step = session.statement()
         for victim in victims:
             step.evict(victim, policy.action, preemptor)
-        passes = (session.allocatable(queue, preemptor) is None
-                  and session.predicate(preemptor, node) is None)
+        passes = (not policy.queue_must_fit or session.allocatable(queue, preemptor) is None) \
+            and session.predicate(preemptor, node) is None
         _undo(session, step, mark)
         return passes
 
     return room
+
+
+def _reads_other_pods(session: Session, preemptor: Task) -> bool:
+    """Whether the preemptor's predicates read the pods on the node beyond their room:
+    it has inter-pod rules, or pods on the nodes carry some (their anti-affinity may
+    refuse it). Victims are then taken until every predicate passes, not only until
+    its resources fit: the pod its anti-affinity refuses may not be the first victim."""
+    return preemptor.pod.inter_pod is not None or bool(session.census.owner_terms())
 
 
 def _undo(session: Session, step: Statement, mark: int) -> None:
