@@ -7,9 +7,19 @@ recompute everything from the cache's tasks, not from the accounting they check.
 
 from __future__ import annotations
 
-from vscheduler.model import Task, TaskStatus
+from collections.abc import Mapping
+
+from vscheduler.framework.results import SessionResult
+from vscheduler.matching import (
+    HARD_EFFECTS,
+    first_untolerated_taint,
+    required_affinity_matches,
+    selector_matches,
+)
+from vscheduler.model import Node, Task, TaskStatus
 from vscheduler.resources import CPU, MEMORY, Resource
 from vscheduler.simulate import Simulation
+from vscheduler.specs import Pod, PodAffinityTerm, SpreadConstraint
 from vscheduler.topology import from_hypernodes
 
 S = TaskStatus
@@ -209,6 +219,196 @@ def check_topology(simulation: Simulation) -> None:
             f"{sorted(nodes)}")
 
 
+# --------------------------------------------------------------------------- 9. inter-pod
+
+# what a pod sees of the cluster: every pod on a node, with its node's name
+View = list[tuple[Task, str]]
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def _pods_on_nodes(simulation: Simulation, result: SessionResult | None = None) -> View:
+    """The pods on the nodes (what inter-pod rules read), after `result`: those it
+    pipelined on their node, those it evicted gone; any status but finished."""
+    cache = simulation.cache
+    evicted = {e.task for e in result.evictions} if result is not None else set()
+    pipelined = result.pipelined if result is not None else {}
+    view = [(task, task.node_name) for key, task in cache.tasks.items()
+            if task.node_name and task.node_name in cache.nodes and key not in evicted
+            and key not in pipelined and not task.status & (S.SUCCEEDED | S.FAILED)]
+    view += [(cache.tasks[key], name) for key, name in pipelined.items()]
+    return view
+
+
+def _requirement(requirement: tuple[str, str, tuple[str, ...]],
+                 labels: Mapping[str, str]) -> bool:
+    key, operator, values = requirement
+    if operator == "In":
+        return labels.get(key) in values
+    if operator == "NotIn":
+        return labels.get(key) not in values
+    if operator == "Exists":
+        return key in labels
+    return key not in labels  # DoesNotExist
+
+
+def _picks(term: PodAffinityTerm, pod: Pod, namespaces: Mapping[str, Mapping[str, str]],
+           ) -> bool:
+    """Whether `term` picks `pod`, worked out here from the Kubernetes docs' words (a
+    namespace listed or chosen by the namespace selector, {} choosing all; a missing
+    label selector choosing no pod), not with the matching code under test."""
+    chooser = term.namespace_selector
+    namespace_ok = pod.namespace in term.namespaces or (chooser is not None and all(
+        _requirement(r, namespaces.get(pod.namespace, {NAME_LABEL: pod.namespace}))
+        for r in chooser))
+    return namespace_ok and term.selector is not None and all(
+        _requirement(r, pod.labels) for r in term.selector)
+
+
+def _anti_affinity_broken(simulation: Simulation, placed: dict[str, str], view: View,
+                          number: int) -> None:
+    cache = simulation.cache
+    namespaces = cache.namespaces
+    labels = {name: node.labels for name, node in cache.nodes.items()}
+    for key, node_name in placed.items():
+        task = cache.tasks[key]
+        for other, other_node in view:
+            if other.key == key:
+                continue
+            pairs = []
+            if task.pod.inter_pod is not None:
+                pairs += [(term, task, other) for term in task.pod.inter_pod.anti_affinity]
+            if other.pod.inter_pod is not None:
+                pairs += [(term, other, task) for term in other.pod.inter_pod.anti_affinity]
+            for term, owner, picked in pairs:
+                value = labels[node_name].get(term.topology_key)
+                assert not (value is not None
+                            and labels[other_node].get(term.topology_key) == value
+                            and _picks(term, picked.pod, namespaces)), (
+                    f"session {number}: {owner.key}'s required anti-affinity "
+                    f"({term.topology_key}={value}) picks {picked.key}, placed together")
+
+
+def _affinity_unmet(simulation: Simulation, placed: dict[str, str], view: View,
+                    number: int) -> None:
+    cache = simulation.cache
+    namespaces = cache.namespaces
+    labels = {name: node.labels for name, node in cache.nodes.items()}
+    for key, node_name in placed.items():
+        task = cache.tasks[key]
+        terms = task.pod.inter_pod.affinity if task.pod.inter_pod is not None else ()
+        if not terms:
+            continue
+        near = [(other, other_node) for other, other_node in view
+                if all(_picks(term, other.pod, namespaces) for term in terms)]
+        for term in terms:
+            value = labels[node_name].get(term.topology_key)
+            assert value is not None and any(
+                labels[other_node].get(term.topology_key) == value for _, other_node in near), (
+                f"session {number}: {key} placed on {node_name} with no pod its required "
+                f"affinity picks in {term.topology_key}={value}")
+
+
+def spread_skews(simulation: Simulation, task: Task, view: View) -> list[int | None]:
+    """For each DoNotSchedule constraint of `task`'s pod: the matching pods' skew over
+    its domains (largest count less the smallest, the smallest 0 with fewer domains
+    than minDomains), as kube-scheduler counts them: nodes with every constraint's key
+    that pass the pod's node affinity (policy Honor) and taints (Honor); pods of its
+    namespace, not terminating; None when no node is such a domain."""
+    rules = task.pod.inter_pod
+    hard = [c for c in (rules.spread if rules is not None else ()) if c.hard]
+    keys = {c.term.topology_key for c in hard}
+    nodes = simulation.cache.nodes
+    out: list[int | None] = []
+    for constraint in hard:
+        domains = {name: node.labels[constraint.term.topology_key]
+                   for name, node in nodes.items()
+                   if keys <= node.labels.keys() and _counts_here(task.pod, constraint, node)}
+        counts = dict.fromkeys(domains.values(), 0)
+        if constraint.term.selector:  # (an empty selector counts no pod)
+            for other, node_name in view:
+                if (node_name in domains and other.status != S.RELEASING
+                        and other.pod.namespace == task.pod.namespace
+                        and _picks(constraint.term, other.pod, simulation.cache.namespaces)):
+                    counts[domains[node_name]] += 1
+        if not counts:
+            out.append(None)
+            continue
+        lowest = 0 if len(counts) < (constraint.min_domains or 1) else min(counts.values())
+        out.append(max(counts.values()) - lowest)
+    return out
+
+
+def _counts_here(pod: Pod, constraint: SpreadConstraint, node: Node) -> bool:
+    """Whether `node`'s pods count for `constraint` of `pod` (its inclusion policies)."""
+    labels = node.labels
+    if constraint.honor_affinity and not (
+            selector_matches(pod.node_selector, labels)
+            and (pod.required_affinity is None
+                 or required_affinity_matches(pod.required_affinity, labels, node.name))):
+        return False
+    return not (constraint.honor_taints and first_untolerated_taint(
+        (t for t in node.taints if t[2] in HARD_EFFECTS), pod.tolerations))
+
+
+def check_inter_pod(simulation: Simulation, before: dict[str, list[int | None]]) -> None:
+    """9. Inter-pod rules hold for the pods the session placed (bound or pipelined),
+    among every pod on the nodes (those already running, terminating ones too; not
+    those it evicted): (a) no required anti-affinity, the placed pod's or another's,
+    picks a pod in the same domain; (b) each term of a placed pod's required affinity
+    has, in the node's domain, a pod (itself, for the first of a group) that all its
+    terms pick (unless the session evicted pods: one it counted on may be gone);
+    (c) a DoNotSchedule spread constraint of a placed pod ends with a skew of at most
+    its maxSkew, or of what it was before the session if that was more (`before`: the
+    skews of each pending pod, `spread_skews`), unless the session evicted pods or
+    placed a pod the constraint counts that does not carry it."""
+    result = simulation.report.last
+    if result is None:
+        return
+    cache = simulation.cache
+    placed = {**result.binds, **result.pipelined}
+    if not placed or all(t.pod.inter_pod is None for t in cache.tasks.values()):
+        return
+    number = simulation.report.sessions
+    view = _pods_on_nodes(simulation, result)
+    _anti_affinity_broken(simulation, placed, view, number)
+    if result.evictions:
+        return
+    _affinity_unmet(simulation, placed, view, number)
+    for key in placed:
+        task = cache.tasks[key]
+        rules = task.pod.inter_pod
+        hard = [c for c in rules.spread if c.hard] if rules is not None else []
+        if not hard:
+            continue
+        for constraint, was, now in zip(hard, before.get(key) or [None] * len(hard),
+                                        spread_skews(simulation, task, view), strict=True):
+            if any(_unbound_by(constraint, cache.tasks[other], cache.namespaces)
+                   for other in placed):
+                continue  # (a pod it counts, placed without it, may skew it at will)
+            assert now is not None and now <= max(constraint.max_skew, was or 0), (
+                f"session {number}: {key} placed; its spread over "
+                f"{constraint.term.topology_key} now skews {now} (maxSkew "
+                f"{constraint.max_skew}, {was} before)")
+
+
+def _unbound_by(constraint: SpreadConstraint, task: Task,
+                namespaces: Mapping[str, Mapping[str, str]]) -> bool:
+    """`task` counts for `constraint` but is not held by it (not among its own)."""
+    rules = task.pod.inter_pod
+    return (task.pod.namespace in constraint.term.namespaces
+            and _picks(constraint.term, task.pod, namespaces)
+            and (rules is None or constraint not in rules.spread))
+
+
+def _spread_before(simulation: Simulation) -> dict[str, list[int | None]]:
+    tasks = [t for t in simulation.cache.tasks.values() if t.status == S.PENDING
+             and t.pod.inter_pod is not None and any(c.hard for c in t.pod.inter_pod.spread)]
+    if not tasks:
+        return {}
+    view = _pods_on_nodes(simulation)
+    return {t.key: spread_skews(simulation, t, view) for t in tasks}
+
+
 def run_checked(simulation: Simulation, sessions: int) -> None:
     for _ in range(sessions):
         cache = simulation.cache
@@ -222,6 +422,8 @@ def run_checked(simulation: Simulation, sessions: int) -> None:
         before_over = {
             name: set(placed.insufficient(cache.nodes[name].allocatable))
             for name, (placed, _) in _placed_by_node(simulation).items()}
+        before_spread = _spread_before(simulation)
         simulation.step()
         check_session(simulation, before_pending, before_queue, before_placed, before_over)
         check_topology(simulation)
+        check_inter_pod(simulation, before_spread)

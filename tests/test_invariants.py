@@ -431,3 +431,153 @@ def test_hard_topology_gangs_stay_within_their_tier(cluster, conf_name, churn, d
             and job.spec.network_topology.mode == "hard"
             and any(t.node_name for t in job.tasks.values())]
     event(f"hard-limited jobs with pods placed: {min(len(hard), 3)}")
+
+
+INTER_POD_CONFS = {
+    "default": DEFAULT_CONF,
+    "reclaim-preempt": CONFS["reclaim-preempt"],
+    "preempt-packing": """
+actions: "allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: nodeorder, arguments: {
+    leastrequested.weight: 0, balancedresource.weight: 0, mostrequested.weight: 1}}]
+""",
+}
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _own_app(app: str, key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+
+
+@st.composite
+def inter_pod_rules(draw: st.DrawFn, app: str) -> tuple[dict | None, list | None]:
+    """A group's spec.affinity (pod rules only) and topologySpreadConstraints: required
+    anti-affinity against its own app by hostname or zone, a zone spread (maxSkew 1,
+    DoNotSchedule), both, required affinity to itself or to running pods, preferred
+    anti-affinity, or none."""
+    shape = draw(st.sampled_from(["anti-host", "anti-zone", "spread", "spread+anti", "near",
+                                  "near-db", "away", "none"]))
+    affinity: dict | None = None
+    spread: list | None = None
+    key = HOSTNAME if shape == "anti-host" or draw(st.booleans()) else "zone"
+    if shape in ("anti-host", "anti-zone", "spread+anti"):
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _own_app(app, key if shape != "anti-zone" else "zone")]}}
+    if shape in ("spread", "spread+anti"):
+        spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                   "labelSelector": {"matchLabels": {"app": app}}}]
+    if shape in ("near", "near-db"):
+        affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _own_app(app if shape == "near" else "db", "zone")]}}
+    if shape == "away":
+        affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "podAffinityTerm": _own_app(app, HOSTNAME)}]}}
+    return affinity, spread
+
+
+@st.composite
+def inter_pod_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Nodes with hostname and zone labels (a few without a zone), pods running on them
+    (of apps web and db, some with required anti-affinity against their app, some
+    terminating, some of another scheduler), and pending groups (Deployment-like
+    replicas or gangs) with the rules of `inter_pod_rules`."""
+    objects: list[dict[str, Any]] = [b.priority_class("high", 1000),
+                                     b.priority_class("low", 10)]
+    nodes = [f"n{i}" for i in range(draw(st.integers(2, 7)))]
+    free = {}
+    for name in nodes:
+        labels = {HOSTNAME: name}
+        zone = draw(st.sampled_from(["a", "b", "c", "a", "b", None]))
+        if zone is not None:
+            labels["zone"] = zone
+        free[name] = draw(st.sampled_from([2, 4, 8]))
+        objects.append(b.node(name, cpu=str(free[name]), memory="32Gi",
+                              pods=str(draw(st.sampled_from([3, 110]))), labels=labels))
+    for i in range(draw(st.integers(0, 5))):
+        target = draw(st.sampled_from(nodes))
+        if free[target] < 1:
+            continue
+        free[target] -= 1
+        app = draw(st.sampled_from(["web", "db"]))
+        args: dict[str, Any] = {"labels": {"app": app}, "node_name": target,
+                                "priority_class": draw(st.sampled_from(["high", "low"]))}
+        if draw(st.integers(0, 2)) == 0:
+            args["affinity"] = {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    _own_app(draw(st.sampled_from(["web", "db", "g0"])),
+                             draw(st.sampled_from([HOSTNAME, "zone"])))]}}
+        if draw(st.integers(0, 4)) == 0:
+            args["scheduler"] = "default-scheduler"
+        running = b.pod(f"run-{i}", cpu="1", memory="1Gi", **args)
+        if draw(st.integers(0, 4)) == 0:
+            running["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        objects.append(running)
+    for j in range(draw(st.integers(1, 4))):
+        app = draw(st.sampled_from([f"g{j}", f"g{j}", "web"]))
+        affinity, spread = draw(inter_pod_rules(app))
+        size = draw(st.integers(1, 5))
+        args = {"labels": {"app": app}, "affinity": affinity,
+                "priority_class": draw(st.sampled_from(["high", "low"]))}
+        cpu = draw(st.sampled_from(["500m", "1", "2"]))
+        if draw(st.booleans()):
+            pods = b.gang(f"job{j}", size, draw(st.integers(1, size)), cpu=cpu, **args)
+        else:
+            pods = [b.pod(f"rs{j}-{i}", cpu=cpu, owner_kind="ReplicaSet", **args)
+                    for i in range(size)]
+        for obj in pods:
+            if spread and obj["kind"] == "Pod":
+                obj["spec"]["topologySpreadConstraints"] = spread
+        objects.extend(pods)
+    return objects
+
+
+def _inter_pod_run(objects: list[dict[str, Any]], conf_name: str, sessions: int,
+                   shared: bool = True) -> Simulation:
+    from vscheduler.framework.session import Session
+
+    with pytest.MonkeyPatch.context() as patch:
+        if not shared:  # no signature: every task searches the nodes for itself
+            patch.setattr(Session, "task_signature", lambda self, task: None)
+        simulation = Simulation(parse_conf(INTER_POD_CONFS[conf_name], conf_name))
+        simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+        run_checked(simulation, sessions)
+    return simulation
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=inter_pod_clusters(), conf_name=st.sampled_from(sorted(INTER_POD_CONFS)),
+       sessions=st.integers(1, 3))
+def test_inter_pod_rules_hold_on_generated_clusters(objects, conf_name, sessions):
+    """Invariant 9 (tests/invariants.py, check_inter_pod) with the others, after every
+    session: required anti-affinity never broken by a placed pod, required affinity met,
+    a DoNotSchedule spread never made to skew past its maxSkew."""
+    simulation = _inter_pod_run(objects, conf_name, sessions)
+    report = simulation.report.as_dict()
+    event(f"binds: {min(len(report['binds']), 5)}")
+    running = any(o["spec"].get("nodeName") for o in objects if o["kind"] == "Pod")
+    event(f"started empty: {not running}")
+    reasons = ' '.join(r for rs in report['pending'].values() for r in rs)
+    event(f"pending for inter-pod rules: {'pod' in reasons}")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=inter_pod_clusters(), conf_name=st.sampled_from(sorted(INTER_POD_CONFS)))
+def test_inter_pod_same_input_same_decisions(objects, conf_name):
+    first = json.dumps(_inter_pod_run(objects, conf_name, 2).report.as_dict())
+    second = json.dumps(_inter_pod_run(objects, conf_name, 2).report.as_dict())
+    assert first == second
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=inter_pod_clusters(), conf_name=st.sampled_from(sorted(INTER_POD_CONFS)))
+def test_inter_pod_decisions_with_shared_searches_equal_those_without(objects, conf_name):
+    """Tasks alike share node searches (`Session.task_signature`); a placement changes
+    what the rules say about every node of its domain, and the census logs those nodes
+    as changed so that shared searches judge them again. With no sharing at all, every
+    decision is the same."""
+    shared = _inter_pod_run(objects, conf_name, 2).report.as_dict()
+    alone = _inter_pod_run(objects, conf_name, 2, shared=False).report.as_dict()
+    assert (shared["binds"], shared["pipelined"], shared["evictions"], shared["pending"]) == \
+        (alone["binds"], alone["pipelined"], alone["evictions"], alone["pending"])
