@@ -114,15 +114,11 @@ class FitIndex:
         changes = session.node_changes
         if self.position != len(changes):
             # (a probe undone since may have shortened the log: see eviction._undo)
-            # Within a session only pods move, and static refusals follow from the
-            # nodes' specs alone: they stand (a zone's nodes logged at every placement
-            # would otherwise clear them for every signature, again and again).
-            self._recheck(session, dict.fromkeys(changes[min(self.position, len(changes)):]),
-                          refusals=False)
+            self._recheck(session, dict.fromkeys(changes[min(self.position, len(changes)):]))
             self.position = len(changes)
 
-    def _recheck(self, session: Session, names: Iterable[str], refusals: bool = True) -> None:
-        if not (self.shapes or (refusals and self.refusals)):
+    def _recheck(self, session: Session, names: Iterable[str]) -> None:
+        if not (self.shapes or self.refusals):
             return
         nodes = session.nodes
         for name in names:
@@ -130,9 +126,8 @@ class FitIndex:
             if node is None:
                 continue  # (a node gone: the specs changed, and the index was dropped)
             position = node.position
-            if refusals:
-                for kept in self.refusals.values():
-                    kept.by_position.pop(position, None)
+            for refusals in self.refusals.values():
+                refusals.by_position.pop(position, None)
             for shape in self.shapes.values():
                 if node.insufficient_future(shape.request) is None:
                     if position not in shape.fitting:
