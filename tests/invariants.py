@@ -351,7 +351,7 @@ def _counts_here(pod: Pod, constraint: SpreadConstraint, node: Node) -> bool:
 
 
 def check_inter_pod(simulation: Simulation, before: dict[str, list[int | None]]) -> None:
-    """9. Inter-pod rules hold for the pods the session placed (bound or pipelined),
+    """10. Inter-pod rules hold for the pods the session placed (bound or pipelined),
     among every pod on the nodes (those already running, terminating ones too; not
     those it evicted): (a) no required anti-affinity, the placed pod's or another's,
     picks a pod in the same domain; (b) each term of a placed pod's required affinity

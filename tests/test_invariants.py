@@ -550,7 +550,7 @@ def _inter_pod_run(objects: list[dict[str, Any]], conf_name: str, sessions: int,
 @given(objects=inter_pod_clusters(), conf_name=st.sampled_from(sorted(INTER_POD_CONFS)),
        sessions=st.integers(1, 3))
 def test_inter_pod_rules_hold_on_generated_clusters(objects, conf_name, sessions):
-    """Invariant 9 (tests/invariants.py, check_inter_pod) with the others, after every
+    """Invariant 10 (tests/invariants.py, check_inter_pod) with the others, after every
     session: required anti-affinity never broken by a placed pod, required affinity met,
     a DoNotSchedule spread never made to skew past its maxSkew."""
     simulation = _inter_pod_run(objects, conf_name, sessions)
