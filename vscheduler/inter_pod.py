@@ -38,7 +38,7 @@ need the pod's Services and ReplicaSets), and the `NodeInclusionPolicy` feature 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vscheduler.census import (
@@ -220,18 +220,10 @@ class RequiredRules:
                     found = False
             if not found and not (self.first and not any(t.positive for t in self.affinity)):
                 return _AFFINITY
-        for totals in self.anti:
-            value = labels.get(totals.key)
-            if value is not None:
-                totals.refresh()
-                if totals.totals.get(value, 0) > 0:
-                    return _ANTI_AFFINITY
-        for totals in self.existing:
-            value = labels.get(totals.key)
-            if value is not None:
-                totals.refresh()
-                if totals.totals.get(value, 0) > 0:
-                    return _EXISTING_ANTI_AFFINITY
+        if self.anti and _occupied(self.anti, labels):
+            return _ANTI_AFFINITY
+        if self.existing and _occupied(self.existing, labels):
+            return _EXISTING_ANTI_AFFINITY
         for spread in self.spread:
             value = labels.get(spread.key)
             if value is None:
@@ -241,6 +233,18 @@ class RequiredRules:
             if totals.totals.get(value, 0) + spread.own - spread.lowest() > spread.max_skew:
                 return _SPREAD
         return None
+
+
+def _occupied(sums: list[DomainTotals], labels: Mapping[str, str]) -> bool:
+    """Whether, for one of `sums`, the node's domain (by its `labels`) holds a pod the
+    sum counts (a node without the key is in no domain of it)."""
+    for totals in sums:
+        value = labels.get(totals.key)
+        if value is not None:
+            totals.refresh()
+            if totals.totals.get(value, 0) > 0:
+                return True
+    return False
 
 
 class AffinityScore:
