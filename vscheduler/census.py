@@ -33,12 +33,12 @@ from vscheduler.specs import Pod, PodAffinityTerm
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["OWNER_ROLES", "DomainTotals", "PodCensus", "TermCount"]
+__all__ = ["AFFINITY", "ANTI", "PREFERRED", "PREFERRED_ANTI", "DomainTotals", "PodCensus",
+           "TermCount"]
 
 # What an owner's term is to the pods it picks: required anti-affinity (keeps them
 # out of its domain), required affinity, preferred affinity and anti-affinity (score).
 ANTI, AFFINITY, PREFERRED, PREFERRED_ANTI = "anti", "affinity", "preferred", "preferred-anti"
-OWNER_ROLES = (ANTI, AFFINITY, PREFERRED, PREFERRED_ANTI)
 
 
 class TermCount:

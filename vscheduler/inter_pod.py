@@ -167,7 +167,7 @@ class RequiredRules:
     nodes that picks it, say about each node (`refuse`). `affinity` and `spread` say
     which of the two filters are on."""
 
-    __slots__ = ("affinity", "anti", "existing", "first", "key", "keys", "spread")
+    __slots__ = ("affinity", "anti", "existing", "first", "key", "spread")
 
     def __init__(self, census: PodCensus, pod: Pod, owners: list[TermCount],
                  affinity: bool = True, spread: bool = True) -> None:
@@ -190,8 +190,8 @@ class RequiredRules:
         self.existing = _by_key(census, [(counted, 1) for counted in owners]) \
             if affinity else []
         hard = [c for c in (rules.spread if rules is not None and spread else ()) if c.hard]
-        self.keys = tuple(dict.fromkeys(c.term.topology_key for c in hard))
-        self.spread = [_Spread(census, pod, c, self.keys) for c in hard]
+        keys = tuple(dict.fromkeys(c.term.topology_key for c in hard))
+        self.spread = [_Spread(census, pod, c, keys) for c in hard]
 
     def state(self) -> tuple:
         """What the verdicts read beyond each node's own domain: whether any pod is

@@ -35,6 +35,7 @@ from enum import Enum
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any, Literal
 
+from vscheduler.census import ANTI
 from vscheduler.framework.placement import (
     best_first,
     eviction_candidates,
@@ -886,10 +887,11 @@ def _room(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
 
 def _reads_other_pods(session: Session, preemptor: Task) -> bool:
     """Whether the preemptor's predicates read the pods on the node beyond their room:
-    it has inter-pod rules, or pods on the nodes carry some (their anti-affinity may
-    refuse it). Victims are then taken until every predicate passes, not only until
+    it has inter-pod rules, or pods on the nodes carry a required anti-affinity (which
+    may refuse it). Victims are then taken until every predicate passes, not only until
     its resources fit: the pod its anti-affinity refuses may not be the first victim."""
-    return preemptor.pod.inter_pod is not None or bool(session.census.owner_terms())
+    return preemptor.pod.inter_pod is not None or any(
+        role == ANTI for role, _, _ in session.census.owner_terms())
 
 
 def _undo(session: Session, step: Statement, mark: int) -> None:
