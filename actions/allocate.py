@@ -15,6 +15,8 @@ and commits the gang before knowing whether backfill will find them a node).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.fit_index import fit_index
 from vscheduler.framework.placement import placeable_tasks, predicate_nodes, select_best_node
@@ -22,6 +24,7 @@ from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.search import NodeSearch
 from vscheduler.framework.session import Session
 from vscheduler.framework.statement import Statement
+from vscheduler.framework.sub_group_placement import allocate_sub_groups
 from vscheduler.framework.topology_placement import (
     DomainRoom,
     allocate_by_topology,
@@ -111,7 +114,23 @@ class Allocate(Action):
     def _allocate_tasks(self, session: Session, job: Job, queue: Queue,
                         tasks: PriorityQueue[Task], domain: Domain | None = None
                         ) -> Statement | None:
-        """Place `job`'s tasks, a gang at a time, on any node or within `domain`'s."""
+        """Place `job`'s tasks, a gang at a time, on any node or within `domain`'s (a
+        job with sub-groups, a group at a time: framework/sub_group_placement.py)."""
+        if job.spec.sub_groups:
+            return allocate_sub_groups(session, job, queue, tasks, domain,
+                                       self._place_until, self._room)
+        statement = self._place_until(session, job, queue, tasks, domain,
+                                      lambda: session.job_ready(job))
+        if session.job_ready(job) or session.job_pipelined(job):
+            return statement
+        statement.discard()
+        return None
+
+    def _place_until(self, session: Session, job: Job, queue: Queue,
+                     tasks: PriorityQueue[Task], domain: Domain | None,
+                     done: Callable[[], bool]) -> Statement:
+        """Place `tasks` in order until `done` says so (or none is left, or the job's
+        gang cannot be met any more), into a statement the caller keeps or discards."""
         statement = session.statement()
         use_cache = self.args.get("predicateErrorCacheEnable", True)
         known: dict[str, dict[str, Unfit]] = {}
@@ -129,7 +148,7 @@ class Allocate(Action):
             unfit = session.pre_predicate(task)
             if unfit is not None:
                 job.fit_errors[task.uid] = NodeFitErrors("; ".join(unfit.reasons))
-                if job.need_continue_allocating():
+                if job.need_continue_allocating(task):
                     continue
                 break
             if domain is None:
@@ -138,19 +157,15 @@ class Allocate(Action):
                 node, errors = self._find_in_domain(session, task, domain)
             if node is None:
                 job.fit_errors[task.uid] = errors
-                if job.need_continue_allocating():
+                if job.need_continue_allocating(task):
                     continue
                 break
             error = _place(statement, task, node)
             if error:
                 session.explain_task(task, error)
-            elif session.job_ready(job):
+            elif done():
                 break
-        if session.job_ready(job) or session.job_pipelined(job):
-            return statement
-        statement.discard()
-        return None
-
+        return statement
 
     def _find_node(self, session: Session, task: Task,
                    known: dict[str, dict[str, Unfit]] | None

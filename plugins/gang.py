@@ -18,11 +18,22 @@ gang that ran once is not timed out when it later falls short (a pod finished, s
 from __future__ import annotations
 
 from vscheduler.hookspecs import ABSTAIN, PERMIT, Reject, SessionView, Vote, hookimpl
-from vscheduler.model import SCHEDULED_STATUSES, Condition, Job, Task, TaskStatus
+from vscheduler.model import (
+    ALLOCATED_STATUSES,
+    SCHEDULED_STATUSES,
+    Condition,
+    Job,
+    Task,
+    TaskStatus,
+)
 from vscheduler.plugin import Plugin
 
 S = TaskStatus
 TIMEOUT_REASON = "ScheduleTimeout"
+# What counts toward a sub-group's size when the job is judged valid, ready, pipelined
+_READY = ALLOCATED_STATUSES | S.SUCCEEDED
+_PIPELINED = _READY | S.PIPELINED
+_VALID = _PIPELINED | S.PENDING
 
 
 class GangPlugin(Plugin):
@@ -53,6 +64,13 @@ class GangPlugin(Plugin):
         if not job.check_task_valid():
             return ("NotEnoughPodsOfTask",
                     "Not enough valid pods of each task for gang-scheduling")
+        short = job.sub_groups_short(_VALID)
+        if short is not None:
+            policy, have = short
+            return ("NotEnoughPodsOfTask",
+                    f"Not enough valid subGroups for gang-scheduling: subGroupPolicy "
+                    f"{policy.name} has {have} groups of {policy.size} valid pods, "
+                    f"min: {policy.min_sub_groups}")
         valid = job.valid_task_num()
         if valid < job.min_available:
             return ("NotEnoughTasks", "Not enough valid tasks for gang-scheduling, "
@@ -102,7 +120,8 @@ class GangPlugin(Plugin):
 
     @hookimpl
     def job_ready(self, job: Job) -> bool:
-        return job.check_task_ready() and job.is_ready()
+        return (job.check_task_ready() and job.is_ready()
+                and job.sub_groups_short(_READY) is None)
 
     @hookimpl
     def job_enqueueable(self, job: Job) -> Vote:
@@ -111,7 +130,8 @@ class GangPlugin(Plugin):
 
     @hookimpl
     def job_pipelined(self, job: Job) -> Vote:
-        if job.check_task_pipelined() and job.is_pipelined():
+        if job.check_task_pipelined() and job.is_pipelined() \
+                and job.sub_groups_short(_PIPELINED) is None:
             return PERMIT
         return Reject("not enough tasks placed or waiting for minAvailable")
 

@@ -7,7 +7,7 @@ recompute everything from the cache's tasks, not from the accounting they check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from vscheduler.framework.results import SessionResult
 from vscheduler.matching import (
@@ -19,7 +19,7 @@ from vscheduler.matching import (
 from vscheduler.model import Node, Task, TaskStatus
 from vscheduler.resources import CPU, MEMORY, Resource
 from vscheduler.simulate import Simulation
-from vscheduler.specs import Pod, PodAffinityTerm, SpreadConstraint
+from vscheduler.specs import NetworkTopology, Pod, PodAffinityTerm, SpreadConstraint
 from vscheduler.topology import from_hypernodes
 
 S = TaskStatus
@@ -194,29 +194,41 @@ def check_session(simulation: Simulation, before_pending: set[str],
 def check_topology(simulation: Simulation) -> None:
     """8. A job with a hard network topology limit (a tier, or a tier name its HyperNodes
     know) that got pods placed this session has all its placed pods (bound, running,
-    binding, allocated, pipelined) within one HyperNode of that tier or lower. (The tree
-    is built by vscheduler.topology, tested on its own in tests/test_topology.py.)"""
+    binding, allocated, pipelined) within one HyperNode of that tier or lower; and so
+    has each of its sub-groups whose policy has a hard limit and that got pods placed.
+    (The tree is built by vscheduler.topology, tested on its own in
+    tests/test_topology.py.)"""
     cache, result = simulation.cache, simulation.report.last
     if not cache.hypernodes or result is None:
         return
     topology = from_hypernodes(tuple(cache.hypernodes[n] for n in sorted(cache.hypernodes)),
                                {name: node.labels for name, node in cache.nodes.items()})
     moved = {cache.tasks[key].job_id for key in (*result.binds, *result.pipelined)}
-    for job_id in sorted(moved):
-        job = cache.jobs[job_id]
-        wanted = job.spec.network_topology
+
+    def where(task: Task) -> str | None:
+        if task.key in result.pipelined:
+            return result.pipelined[task.key]
+        if task.node_name and task.status & (PLACED | S.ALLOCATED | S.PIPELINED):
+            return task.node_name
+        return None
+
+    def check(what: str, wanted: NetworkTopology | None, tasks: Iterable[Task]) -> None:
         limit = topology.limit(wanted) if wanted is not None and wanted.mode == "hard" else None
         if limit is None:
-            continue
-        nodes = {t.node_name for t in job.tasks.values()
-                 if t.node_name and t.status & (PLACED | S.ALLOCATED | S.PIPELINED)}
-        nodes.update(result.pipelined[t.key] for t in job.tasks.values()
-                     if t.key in result.pipelined)
+            return
+        nodes = {node for node in map(where, tasks) if node}
         held = topology.holding(sorted(nodes))
-        assert held is not None and held.tier <= limit, (
-            f"session {simulation.report.sessions}: job {job_id} (hard, tier {limit}) "
-            f"spans {held.name if held else '?'} of tier {held.tier if held else '?'}: "
-            f"{sorted(nodes)}")
+        assert held is None or held.tier <= limit, (
+            f"session {simulation.report.sessions}: {what} (hard, tier {limit}) "
+            f"spans {held.name} of tier {held.tier}: {sorted(nodes)}")
+
+    for job_id in sorted(moved):
+        job = cache.jobs[job_id]
+        check(f"job {job_id}", job.spec.network_topology, job.tasks.values())
+        for key, group in sorted(job.sub_groups().items()):
+            if any(t.key in result.binds or t.key in result.pipelined for t in group.tasks):
+                check(f"sub-group {key} of job {job_id}", group.policy.network_topology,
+                      group.tasks)
 
 
 # --------------------------------------------------------------------------- 9. inter-pod

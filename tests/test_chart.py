@@ -507,7 +507,8 @@ def test_crds(chart: helm.Chart) -> None:
         "Queue": ({"weight", "capability", "deserved", "guarantee", "reclaimable", "priority",
                    "parent"}, {"state", "allocated"}),
         "PodGroup": ({"minMember", "minTaskMember", "minResources", "queue",
-                      "priorityClassName", "scheduleTimeoutSeconds", "networkTopology"},
+                      "priorityClassName", "scheduleTimeoutSeconds", "networkTopology",
+                      "subGroupPolicy"},
                      {"phase", "conditions", "running", "succeeded", "failed"}),
         "HyperNode": ({"tier", "tierName", "members"}, {"conditions", "nodeCount"}),
     }

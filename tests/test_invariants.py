@@ -366,6 +366,19 @@ def _topology_gang(draw: st.DrawFn, name: str, nodes: list[str], free: dict[str,
             "mode": "hard", "highestTierName": draw(st.sampled_from([*TIER_NAMES, "x"]))}
     elif shape == "soft":
         group["spec"]["networkTopology"] = {"mode": "soft"}
+    parts = 0
+    if draw(st.booleans()):  # sub-groups: the pods split by their label `part`
+        parts = draw(st.integers(1, 2))
+        policy: dict[str, Any] = {
+            "name": "part", "matchLabelKeys": ["part"],
+            "subGroupSize": draw(st.integers(1, 2)),
+            "minSubGroups": draw(st.integers(0, parts))}
+        limit = draw(st.sampled_from(["tier", "soft", "none"]))
+        if limit == "tier":
+            policy["networkTopology"] = {"highestTierAllowed": draw(st.integers(1, 2))}
+        elif limit == "soft":
+            policy["networkTopology"] = {"mode": "soft"}
+        group["spec"]["subGroupPolicy"] = [policy]
     cpu = draw(st.sampled_from(["1", "2", "3"]))
     pods = []
     for i in range(size):
@@ -376,7 +389,8 @@ def _topology_gang(draw: st.DrawFn, name: str, nodes: list[str], free: dict[str,
                 target = None
             else:
                 free[target] -= int(cpu)
-        pods.append(b.pod(f"{name}-{i}", cpu=cpu, memory="1Gi", group=name,
+        labels = {"part": str(i % parts)} if parts else None
+        pods.append(b.pod(f"{name}-{i}", cpu=cpu, memory="1Gi", group=name, labels=labels,
                           node_name=target, priority_class=group["spec"]["priorityClassName"]))
     if any(p["spec"].get("nodeName") for p in pods):
         group["status"]["phase"] = "Running"
@@ -405,8 +419,9 @@ def test_hard_topology_gangs_stay_within_their_tier(cluster, conf_name, churn, d
     in none), gangs with hard limits by tier or tier name, soft and none, some already
     running; between sessions a pod finishes (0), a gang arrives (1) or the tree is
     rebuilt with nodes moved (2). After every session, the invariants of ARCHITECTURE.md
-    hold and every job a session placed pods of lies within one HyperNode of its tier
-    (tests/invariants.py, check_topology)."""
+    hold and every job a session placed pods of lies within one HyperNode of its tier,
+    as does each of its sub-groups with a hard limit (tests/invariants.py,
+    check_topology)."""
     objects, nodes = cluster
     simulation = Simulation(parse_conf(TOPOLOGY_CONFS[conf_name], "test"))
     simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
@@ -431,6 +446,10 @@ def test_hard_topology_gangs_stay_within_their_tier(cluster, conf_name, churn, d
             and job.spec.network_topology.mode == "hard"
             and any(t.node_name for t in job.tasks.values())]
     event(f"hard-limited jobs with pods placed: {min(len(hard), 3)}")
+    grouped = [job for job in simulation.cache.jobs.values()
+               if any(p.network_topology for p in job.spec.sub_groups)
+               and any(t.node_name for t in job.tasks.values())]
+    event(f"jobs with limited sub-groups placed: {min(len(grouped), 3)}")
 
 
 INTER_POD_CONFS = {

@@ -10,13 +10,14 @@ a group, scheduled as a job of one), a *queue* is a Volcano Queue.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from vscheduler.fit import NodeFitErrors
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
-from vscheduler.specs import Pod, PodGroupSpec
+from vscheduler.specs import Pod, PodGroupSpec, SubGroupPolicy
+from vscheduler.sub_groups import SubGroup, group_tasks, short_policy
 
 __all__ = [
     "ALLOCATED_STATUSES",
@@ -221,6 +222,7 @@ class Job:
 
     __slots__ = (
         "_by_status",
+        "_sub_groups",
         "allocated",
         "bare",
         "conditions",
@@ -237,7 +239,8 @@ class Job:
     )
     SHARED = ("bare", "held_only", "phase", "priority", "queue", "spec", "uid")
     COPIED: ClassVar[dict[str, _Copy]] = {"conditions": list}
-    REBUILT = ("_by_status", "allocated", "dirty", "fit_errors", "memo", "tasks")
+    REBUILT = ("_by_status", "_sub_groups", "allocated", "dirty", "fit_errors", "memo",
+               "tasks")
 
     def __init__(self, spec: PodGroupSpec, queue: str, *, bare: bool = False) -> None:
         self.spec = spec
@@ -262,6 +265,9 @@ class Job:
         # hands a copy on only if nothing changed it, so the next session's plugins may
         # reuse these instead of recounting every pod (see hookspecs, on_session_open).
         self.memo: dict[str, Any] = {}
+        # Its sub-groups (`sub_groups()`) and each grouped task's, by uid: made when
+        # first asked and again after its tasks change
+        self._sub_groups: tuple[dict[str, SubGroup], dict[str, SubGroup]] | None = None
 
     # ---------------------------------------------------------------- the spec's fields
 
@@ -309,6 +315,7 @@ class Job:
 
     def add_task(self, task: Task) -> None:
         self.dirty = True
+        self._sub_groups = None
         self.tasks[task.uid] = task
         self._by_status.setdefault(task.status, {})[task.uid] = task
         if task.status & ALLOCATED_STATUSES:
@@ -319,6 +326,7 @@ class Job:
         if stored is None:
             return
         self.dirty = True
+        self._sub_groups = None
         self._by_status.get(stored.status, {}).pop(stored.uid, None)
         if stored.status & ALLOCATED_STATUSES:
             self.allocated.sub(stored.resreq)
@@ -415,17 +423,57 @@ class Job:
         return self._roles_meet(
             self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED))
 
+    # ---------------------------------------------------------------- sub-groups
+
+    def sub_groups(self) -> dict[str, SubGroup]:
+        """Its sub-groups by key (vscheduler.sub_groups), empty without policies."""
+        return self._grouping()[0]
+
+    def sub_group_of(self, task: Task) -> SubGroup | None:
+        """The sub-group `task` is in; None for a task in none (the job's rest)."""
+        return self._grouping()[1].get(task.uid)
+
+    def _grouping(self) -> tuple[dict[str, SubGroup], dict[str, SubGroup]]:
+        if self._sub_groups is None:
+            policies = self.spec.sub_groups
+            groups = group_tasks(policies, self.tasks.values()) if policies else {}
+            self._sub_groups = groups, {task.uid: group for group in groups.values()
+                                        for task in group.tasks}
+        return self._sub_groups
+
+    def _peers(self, task: Task) -> Iterable[Task]:
+        """The tasks whose failures speak for `task`'s: the job's, or with sub-groups,
+        its group's (or the rest's): another group may sit in another domain."""
+        if not self.spec.sub_groups:
+            return self.tasks.values()
+        group = self.sub_group_of(task)
+        if group is not None:
+            return group.tasks
+        return [t for t in self.tasks.values() if self.sub_group_of(t) is None]
+
+    def sub_groups_short(self, statuses: Status) -> tuple[SubGroupPolicy, int] | None:
+        """The first sub-group policy with fewer than its minSubGroups groups having
+        `size` tasks in `statuses`, and how many it has (None: none falls short)."""
+        if not self.spec.sub_groups:
+            return None
+        return short_policy(self.spec.sub_groups, self.sub_groups().values(), statuses)
+
     def task_has_fit_errors(self, task: Task) -> bool:
         """Another task of the same (non-empty) role already failed predicates."""
         if not task.role:
             return False
         return any(
-            t.role == task.role and t.uid in self.fit_errors for t in self.tasks.values()
+            t.role == task.role and t.uid in self.fit_errors for t in self._peers(task)
             if t.uid != task.uid
         )
 
-    def need_continue_allocating(self) -> bool:
-        """After a task failed, is it worth trying the job's other tasks?"""
+    def need_continue_allocating(self, task: Task | None = None) -> bool:
+        """After a task (`task`) failed, is it worth trying the job's other tasks? With
+        sub-groups, those of its group: not if the group needs every one of its pods
+        (Volcano's rule for sub-groups)."""
+        if self.spec.sub_groups and task is not None:
+            group = self.sub_group_of(task)
+            return group is None or group.size < len(group.tasks)
         if self.min_available == len(self.tasks):
             return False
         failed_roles = {self.tasks[uid].role for uid in self.fit_errors if uid in self.tasks}
@@ -485,6 +533,7 @@ class Job:
         job.allocated = Resource()
         job.fit_errors = {}
         job.memo = {}
+        job._sub_groups = None
         for task in self.tasks.values():
             job.add_task(task.clone())
         job.dirty = False

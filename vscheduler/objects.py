@@ -32,6 +32,7 @@ from vscheduler.specs import (
     PodAffinityTerm,
     PodGroupSpec,
     SpreadConstraint,
+    SubGroupPolicy,
 )
 from vscheduler.textinput import TextError, brief, load_json
 
@@ -696,7 +697,45 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         schedule_timeout=timeout,
         network_topology=_network_topology(spec.get("networkTopology"),
                                            "spec.networkTopology"),
+        sub_groups=_sub_group_policies(spec.get("subGroupPolicy"), "spec.subGroupPolicy"),
     )
+
+
+def _sub_group_policies(raw: Any, where: str) -> tuple[SubGroupPolicy, ...]:
+    """`spec.subGroupPolicy`: named entries (a name used twice would make two policies
+    count as one), each a selector, the label keys that split what it selects into
+    groups, a group size of 1 or more and a minimum number of groups of 0 or more."""
+    policies = []
+    names: set[str] = set()
+    for i, entry in enumerate(_list(raw, where)):
+        at = f"{where}[{i}]"
+        entry = _map(entry, at)
+        name = _text(entry.get("name"), f"{at}.name", "")
+        if not name:
+            raise BadObject(f"{at}.name: a sub-group policy needs a name")
+        if name in names:
+            raise BadObject(f"{at}.name: {brief(name)} is used by two sub-group policies")
+        names.add(name)
+        keys = tuple(_text(key, f"{at}.matchLabelKeys[]", "")
+                     for key in _list(entry.get("matchLabelKeys"), f"{at}.matchLabelKeys"))
+        if any(not key for key in keys):
+            raise BadObject(f"{at}.matchLabelKeys: a key cannot be empty")
+        size = _int(entry.get("subGroupSize"), f"{at}.subGroupSize", 1)
+        if size is None or size < 1:
+            raise BadObject(f"{at}.subGroupSize: must be 1 or more, got {size}")
+        least = _int(entry.get("minSubGroups"), f"{at}.minSubGroups", 0)
+        if least is None or least < 0:
+            raise BadObject(f"{at}.minSubGroups: must be 0 or more, got {least}")
+        policies.append(SubGroupPolicy(
+            name=name,
+            selector=_label_selector(entry.get("labelSelector"), f"{at}.labelSelector"),
+            match_label_keys=keys,
+            size=size,
+            min_sub_groups=least,
+            network_topology=_network_topology(entry.get("networkTopology"),
+                                               f"{at}.networkTopology"),
+        ))
+    return tuple(policies)
 
 
 def _network_topology(raw: Any, where: str) -> NetworkTopology | None:

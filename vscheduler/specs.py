@@ -22,7 +22,7 @@ from vscheduler.resources import Resource
 
 __all__ = ["Affinity", "ConditionSpec", "DisruptionBudget", "HyperNodeMember", "HyperNodeSpec",
            "InterPod", "LabelExpression", "LabelSelector", "NetworkTopology", "NodeSpec", "Pod",
-           "PodAffinityTerm", "PodGroupSpec", "SpreadConstraint", "pod_index"]
+           "PodAffinityTerm", "PodGroupSpec", "SpreadConstraint", "SubGroupPolicy", "pod_index"]
 
 # Node affinity terms: a list of terms (ORed), each a list of (key, operator, values)
 # expressions (ANDed).
@@ -158,6 +158,22 @@ class NetworkTopology:
     highest_tier_name: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SubGroupPolicy:
+    """One entry of a PodGroup's `spec.subGroupPolicy`: the pods its `selector` picks
+    (every pod when None) are grouped by their values of `match_label_keys` (a pod
+    lacking one is in no group of this policy); each group is a gang of `size` pods
+    placed within one domain of its `network_topology`, and the job runs only with at
+    least `min_sub_groups` groups of this policy ready."""
+
+    name: str
+    selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    size: int = 1
+    min_sub_groups: int = 0
+    network_topology: NetworkTopology | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PodGroupSpec:
     """What the scheduler reads of a PodGroup; a job holds it (`Job.spec`). A pod without
@@ -189,6 +205,8 @@ class PodGroupSpec:
     resource_version: str = ""
     # spec.networkTopology (None: the job may go anywhere)
     network_topology: NetworkTopology | None = None
+    # spec.subGroupPolicy, in the order given (a pod joins the first policy that takes it)
+    sub_groups: tuple[SubGroupPolicy, ...] = ()
     # Its status as read: the job starts from these.
     phase: str = "Pending"
     conditions: tuple[ConditionSpec, ...] = ()

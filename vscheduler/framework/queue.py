@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cmp_to_key
 from typing import Generic, TypeVar
 
@@ -48,12 +48,20 @@ class PriorityQueue(Generic[T]):
         """Take on what is left in `other` (a copy this queue's dry run kept)."""
         self._items = other._items
 
+    def retain(self, keep: Callable[[T], bool]) -> None:
+        """Drop the items `keep` refuses; the others stay in order."""
+        self._items = [item for item in self._items if keep(item)]
+
     def copy(self) -> PriorityQueue[T]:
         """The same items in the same order, popped independently (a dry run's)."""
         clone = PriorityQueue.__new__(PriorityQueue)
         clone._less = self._less
         clone._items = list(self._items)
         return clone
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in the order they would pop."""
+        return reversed(self._items)
 
     def __len__(self) -> int:
         return len(self._items)

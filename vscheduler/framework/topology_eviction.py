@@ -23,8 +23,13 @@ from typing import TYPE_CHECKING
 
 from vscheduler.framework.eviction import VictimPolicy
 from vscheduler.framework.statement import Statement
-from vscheduler.framework.topology_placement import confined, least_request, search_root
-from vscheduler.model import Job, Node
+from vscheduler.framework.topology_placement import (
+    confined,
+    groups_confined,
+    least_request,
+    search_root,
+)
+from vscheduler.model import Job, Node, TaskStatus
 from vscheduler.resources import Resource
 from vscheduler.topology import Domain, Topology
 
@@ -46,6 +51,13 @@ def evict_for_job(session: Session, policy: VictimPolicy, job: Job,
     """Make room for `job` by `attempt`, its action's pass over the job's pods, and keep
     it only if the job is then pipelined: within one domain for a job confined to one
     (`evict_within_domain`), else on any node."""
+    if groups_confined(session, job):
+        # (where each group would go is allocate's search, group by group: room freed
+        # for the job as a whole would not say which group's domain it serves)
+        session.explain_job(job, (
+            f"{policy.action}: no evictions for a job whose sub-groups have a hard "
+            "network topology"))
+        return
     if confined(session, job):
         evict_within_domain(session, policy, job, attempt)
         return
@@ -86,7 +98,8 @@ def _cheapest_domain(session: Session, policy: VictimPolicy, job: Job,
     limit = topology.limit(job.spec.network_topology)
     if root is None or limit is None:
         return None
-    _, need = least_request(job)
+    _, need = least_request(job.tasks_in(TaskStatus.PENDING),
+                            job.min_available - job.ready_task_num())
     nodes = session.nodes
     offered: list[tuple[Domain, Resource]] = []
     for group in topology.candidates(root, limit):

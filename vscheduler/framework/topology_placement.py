@@ -24,7 +24,7 @@ action places a pod of one outside its domain.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from vscheduler.fit import NodeFitErrors
@@ -32,15 +32,16 @@ from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.statement import Statement
 from vscheduler.model import ALLOCATED_STATUSES, Job, Node, Queue, Task, TaskStatus
 from vscheduler.resources import Resource
+from vscheduler.specs import NetworkTopology
 from vscheduler.topology import Domain, Topology
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
-__all__ = ["DomainRoom", "allocate_by_topology", "confined", "domain_errors", "least_request",
-           "search_root"]
+__all__ = ["PLACED", "DomainRoom", "allocate_by_topology", "around", "confined", "domain_errors",
+           "explain_not_ready", "groups_confined", "least_request", "search_root", "try_domains"]
 
-_PLACED = ALLOCATED_STATUSES | TaskStatus.PIPELINED
+PLACED = ALLOCATED_STATUSES | TaskStatus.PIPELINED
 
 # (session, job, queue, its tasks, the domain to place them in or None: anywhere) ->
 # the statement if the job got ready or pipelined (else it is discarded and None)
@@ -49,15 +50,24 @@ Place = Callable[["Session", Job, Queue, PriorityQueue[Task], Domain | None], St
 
 def confined(session: Session, job: Job) -> bool:
     """Whether `job` must stay within a domain below the top (a hard limit that
-    resolves to a lower tier), or waits, with every job that asks for a topology, for
-    the tree to be mended: backfill leaves it to allocate, and reclaim and preempt
-    evict for it only within a domain (`topology_eviction`)."""
+    resolves to a lower tier, its own or a sub-group's), or waits, with every job that
+    asks for a topology, for the tree to be mended: backfill leaves it to allocate, and
+    reclaim and preempt evict for it only within a domain (`topology_eviction`)."""
+    return _below_top(session, job.spec.network_topology) or groups_confined(session, job)
+
+
+def groups_confined(session: Session, job: Job) -> bool:
+    """Whether a sub-group of `job` must stay within a domain below the top."""
+    return any(_below_top(session, policy.network_topology) for policy in job.spec.sub_groups)
+
+
+def _below_top(session: Session, wanted: NetworkTopology | None) -> bool:
     topology = session.topology
-    if topology is None or job.spec.network_topology is None:
+    if topology is None or wanted is None:
         return False
     if not topology.ready:
         return True
-    limit = topology.limit(job.spec.network_topology)
+    limit = topology.limit(wanted)
     return limit is not None and limit < topology.max_tier
 
 
@@ -68,19 +78,44 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
     topology = session.topology
     assert topology is not None
     if not topology.ready:  # (every job with a networkTopology waits, as in Volcano)
-        problems = "; ".join(why for _, why in topology.problems)
-        session.explain_job(job, f"HyperNodes are not ready for scheduling: {problems}")
+        explain_not_ready(session, job)
         return None
     limit = topology.limit(job.spec.network_topology)
     if limit is None:
         return place(session, job, queue, tasks, None)
-    placed = any(t.node_name for t in job.tasks_in(_PLACED))
     root = search_root(session, job)
     if root is None:
         return None
-    lacking, least = least_request(job)
+
+    def attempt(domain: Domain) -> Statement | None:
+        job.fit_errors = {}  # (this domain's reasons only, as a fresh try)
+        trial = tasks.copy()
+        statement = place(session, job, queue, trial,
+                          None if domain is topology.top else domain)
+        if statement is not None and statement.operations:
+            tasks.adopt(trial)
+            return statement
+        if statement is not None:  # (ready already, and nothing placed here)
+            statement.discard()
+        return None
+
+    placed = [t for t in job.tasks_in(PLACED) if t.node_name]
+    lacking, least = least_request(job.tasks_in(TaskStatus.PENDING),
+                                   job.min_available - job.ready_task_num())
+    return try_domains(session, job, topology.candidates(root, limit), limit,
+                       bool(placed), lacking, least, room, attempt)
+
+
+def try_domains(session: Session, job: Job, groups: list[list[Domain]], limit: int,
+                placed: bool, lacking: int, least: Resource, room: DomainRoom,
+                attempt: Callable[[Domain], Statement | None], who: str = "the gang"
+                ) -> Statement | None:
+    """The statement of the first domain, of `groups` in order (lowest tier first, best
+    scored first within a tier, then by name), where `attempt` works; None, with the job
+    told why, if none does. A domain too small in free room for `least` (what the
+    `lacking` pods still needed ask at the least) is not tried, unless some of the pods
+    are `placed` already (what they hold is not free room, yet is theirs)."""
     tried = False
-    groups = topology.candidates(root, limit)
     for group in groups:
         ranked = [d for d in group if placed or room.may_hold(d, least)]
         if len(ranked) > 1 and session.has_domain_order:
@@ -88,22 +123,23 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
             ranked.sort(key=lambda d: (-scores[d.name], d.name))
         for domain in ranked:
             tried = True
-            job.fit_errors = {}  # (this domain's reasons only, as a fresh try)
-            trial = tasks.copy()
-            statement = place(session, job, queue, trial,
-                              None if domain is topology.top else domain)
-            if statement is not None and statement.operations:
-                tasks.adopt(trial)
+            statement = attempt(domain)
+            if statement is not None:
                 return statement
-            if statement is not None:  # (ready already, and nothing placed here)
-                statement.discard()
     if not groups:
         session.explain_job(job, f"no HyperNode of tier {limit} or lower exists")
     elif not tried:
         session.explain_job(job, (
             f"no HyperNode of tier {limit} or lower has free room for the {lacking} "
-            f"pod{'s' if lacking != 1 else ''} the gang still needs"))
+            f"pod{'s' if lacking != 1 else ''} {who} still needs"))
     return None
+
+
+def explain_not_ready(session: Session, job: Job) -> None:
+    """Why a job asking for a topology waits while the tree cannot be used."""
+    assert session.topology is not None
+    problems = "; ".join(why for _, why in session.topology.problems)
+    session.explain_job(job, f"HyperNodes are not ready for scheduling: {problems}")
 
 
 def search_root(session: Session, job: Job) -> Domain | None:
@@ -113,15 +149,25 @@ def search_root(session: Session, job: Job) -> Domain | None:
     topology = session.topology
     assert topology is not None
     limit = topology.limit(job.spec.network_topology)
-    placed = [t.node_name for t in job.tasks_in(_PLACED) if t.node_name]
+    placed = [t.node_name for t in job.tasks_in(PLACED) if t.node_name]
+    return around(session, job, placed, limit, "its pods")
+
+
+def around(session: Session, job: Job, placed: list[str], limit: int | None,
+           whose: str) -> Domain | None:
+    """The widest domain within tier `limit` around the nodes `placed` (the top for
+    none); None, with the job told why, if they already span a wider one."""
+    topology = session.topology
+    assert topology is not None
     held = topology.holding(placed) if placed and limit is not None else None
     if held is None:  # (nothing placed on a node the cluster has)
         return topology.top
+    assert limit is not None
     widest = topology.widest_allowed(held, limit)
     if widest is None:
         session.explain_job(job, (
-            f"its pods already span HyperNode {held.name} of tier {held.tier}, above the "
-            f"highest tier it allows ({limit})"))
+            f"{whose} already span HyperNode {held.name} of tier {held.tier}, above the "
+            f"highest tier allowed ({limit})"))
     return widest
 
 
@@ -133,11 +179,11 @@ def domain_errors(domain: Domain, errors: NodeFitErrors) -> NodeFitErrors:
     return headed
 
 
-def least_request(job: Job) -> tuple[int, Resource]:
-    """How many pods the gang still needs to get ready (one at least), and a floor under
-    what they ask: each counted at the smallest request among its pending pods (per
-    resource)."""
-    pending = list(job.tasks_in(TaskStatus.PENDING))
+def least_request(pending: Iterable[Task], short: int) -> tuple[int, Resource]:
+    """How many of the `pending` tasks a gang `short` of ready still needs (one at
+    least), and a floor under what they ask: each counted at the smallest request among
+    the pending (per resource)."""
+    pending = list(pending)
     if not pending:
         return 0, Resource()
     smallest = pending[0].resreq.clone()
@@ -147,7 +193,7 @@ def least_request(job: Job) -> tuple[int, Resource]:
         smallest.memory = min(smallest.memory, request.memory)
         smallest.scalars = {name: min(amount, request.scalars.get(name, 0.0))
                             for name, amount in smallest.scalars.items()}
-    lacking = min(max(job.min_available - job.ready_task_num(), 1), len(pending))
+    lacking = min(max(short, 1), len(pending))
     total = Resource()
     for _ in range(lacking):
         total.add(smallest)
