@@ -192,7 +192,7 @@ def check_session(simulation: Simulation, before_pending: set[str],
 
 
 def check_topology(simulation: Simulation) -> None:
-    """8. A job with a hard network topology limit (a tier, or a tier name its HyperNodes
+    """9. A job with a hard network topology limit (a tier, or a tier name its HyperNodes
     know) that got pods placed this session has all its placed pods (bound, running,
     binding, allocated, pipelined) within one HyperNode of that tier or lower; and so
     has each of its sub-groups whose policy has a hard limit and that got pods placed.
@@ -231,7 +231,7 @@ def check_topology(simulation: Simulation) -> None:
                       group.tasks)
 
 
-# --------------------------------------------------------------------------- 9. inter-pod
+# --------------------------------------------------------------------------- 10. inter-pod
 
 # what a pod sees of the cluster: every pod on a node, with its node's name
 View = list[tuple[Task, str]]

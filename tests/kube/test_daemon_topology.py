@@ -164,3 +164,42 @@ def test_without_the_hypernode_crd_the_daemon_schedules_as_before(tmp_path):
             assert not server.requests("GET", r"/apis/topology\.volcano\.sh/v1alpha1/")
         finally:
             stop()
+
+
+def test_sub_groups_are_bound_one_rack_each(server, kubectl, tmp_path):
+    """A PodGroup with a subGroupPolicy, stored through the chart's CRD, keeps its policy
+    (the real kubectl reads it back); its two replicas (two 1-CPU pods each, told apart
+    by a pod label) are bound one per rack. Another scheduler's pods hold a CPU on n0 and
+    on n2, so each rack has room for three pods: without the limit a replica would be
+    split over the racks."""
+    server.create_all([
+        *(node(f"n{i}", cpu="2") for i in range(4)),
+        *(pod(f"theirs-{n}", cpu="1", scheduler="default-scheduler", node_name=n)
+          for n in ("n0", "n2")),
+        hypernode("rack-a", 1, nodes=["n0", "n1"]),
+        hypernode("rack-b", 1, nodes=["n2", "n3"]),
+        hypernode("block", 2, children=["rack-a", "rack-b"]),
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+         "metadata": {"name": "train", "namespace": "default"},
+         "spec": {"minMember": 4, "subGroupPolicy": [{
+             "name": "replica", "matchLabelKeys": ["replica"], "subGroupSize": 2,
+             "minSubGroups": 2,
+             "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]}}])
+    kept = json.loads(kubectl("get", "podgroup", "train", "-o", "json"))
+    [policy] = kept["spec"]["subGroupPolicy"]
+    assert policy["matchLabelKeys"] == ["replica"]
+    assert policy["networkTopology"]["highestTierAllowed"] == 1
+    server.create_all([pod(f"train-{r}-{i}", cpu="1", group="train",
+                           labels={"replica": str(r)}) for r in range(2) for i in range(2)])
+    _, stop = start_daemon(server, tmp_path, CONF)
+    try:
+        wait_for(lambda: sum(bound_nodes(server, "train").values()) == 4, timeout=10)
+        racks: dict[str, set[str]] = {}
+        for obj in server.objects("Pod"):
+            name = obj["metadata"]["name"]
+            if name.startswith("train-"):
+                racks.setdefault(name.split("-")[1], set()).add(
+                    "rack-a" if obj["spec"]["nodeName"] in ("n0", "n1") else "rack-b")
+        assert sorted(map(len, racks.values())) == [1, 1], racks
+    finally:
+        stop()
