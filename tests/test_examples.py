@@ -234,6 +234,23 @@ def test_topology_labels_example_makes_the_same_tree_from_node_labels(capsys):
     assert sum(k.startswith("ml/wide-rack") for k in flat["binds"]) == 3
 
 
+def test_sub_groups_example_keeps_each_replica_in_a_rack_and_the_job_in_a_block(capsys):
+    report = _report(capsys, str(ROOT / "examples/sub-groups.yaml"), "--conf",
+                     str(ROOT / "conf/topology.conf"))
+    replicas: dict[str, set[str]] = {}
+    for pod, node in report["binds"].items():
+        part = pod.split("/")[1].removeprefix("llm-replicas-").split("-")[0]
+        replicas.setdefault(part, set()).add(_rack(node))
+    # block-a holds one replica only: the job goes to block-b, a replica per rack, the
+    # launcher beside them; replica 2 waits
+    assert replicas == {"0": {"b1"}, "1": {"b2"}, "launcher": replicas["launcher"]}
+    assert replicas["launcher"] <= {"b1", "b2"}
+    assert report["pendingJobs"]["ml/llm-replicas"]["reasons"] == [
+        "no HyperNode of tier 1 or lower has free room for the 4 pods sub-group replica/2 "
+        "still needs"]
+    assert len(report["pending"]) == 4
+
+
 def _zone(node: str) -> str:
     return node.split("-")[1][0]  # node-a1: zone-a
 

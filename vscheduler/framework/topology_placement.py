@@ -87,8 +87,15 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
     if root is None:
         return None
 
+    notes = list(session.job_notes.get(job.uid, ()))
+
     def attempt(domain: Domain) -> Statement | None:
-        job.fit_errors = {}  # (this domain's reasons only, as a fresh try)
+        # This domain's reasons only, as a fresh try: what an abandoned try said (a
+        # pod "can possibly be assigned" in a domain not taken) would mislead.
+        job.fit_errors = {}
+        session.job_notes[job.uid] = list(notes)
+        for task in tasks:
+            task.last_transaction = None
         trial = tasks.copy()
         statement = place(session, job, queue, trial,
                           None if domain is topology.top else domain)
