@@ -26,7 +26,7 @@ from vscheduler.model import (
     Task,
     TaskStatus,
 )
-from vscheduler.objects import QUEUE_NAME_ANNOTATION, ParsedPod
+from vscheduler.objects import QUEUE_NAME_ANNOTATION, ParsedPod, read_pod_network_topology
 from vscheduler.specs import DisruptionBudget, HyperNodeSpec, NodeSpec, PodGroupSpec
 
 __all__ = ["Cache", "Snapshot"]
@@ -229,6 +229,7 @@ class Cache:
             min_resources=parsed.resreq, priority_class_name=pod.priority_class_name,
             creation=pod.creation, preemptable=parsed.preemptable,
             annotations=pod.annotations,
+            network_topology=read_pod_network_topology(pod.annotations),
             phase="Pending" if parsed.status == S.PENDING else "Running")
         job = Job(spec, queue, bare=True)
         self.jobs[job.uid] = job

@@ -539,6 +539,26 @@ def read_min_runtime(annotations: dict[str, str]) -> float | None:
         raise BadObject(f"metadata.annotations.{MIN_RUNTIME_ANNOTATION}: {err}") from None
 
 
+NETWORK_TOPOLOGY_MODE_ANNOTATION = "volcano.sh/network-topology-mode"
+NETWORK_TOPOLOGY_TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
+
+
+def read_pod_network_topology(annotations: dict[str, str]) -> NetworkTopology | None:
+    """The network topology a pod without a PodGroup asks for by annotations (what
+    Volcano's PodGroup controller copies into the PodGroup it makes for such a pod):
+    `volcano.sh/network-topology-mode` hard (the default) or soft, and
+    `volcano.sh/network-topology-highest-tier` a tier. As there, a mode it cannot read
+    is hard and a tier it cannot read is none: the pod is scheduled all the same."""
+    mode = annotations.get(NETWORK_TOPOLOGY_MODE_ANNOTATION)
+    tier = annotations.get(NETWORK_TOPOLOGY_TIER_ANNOTATION)
+    if mode is None and tier is None:
+        return None
+    mode = (mode or "").lower()
+    highest = int(tier) if tier is not None and _INTEGER.match(tier) else None
+    return NetworkTopology(mode if mode in ("hard", "soft") else "hard",
+                           highest if highest is not None and highest >= 0 else None)
+
+
 def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     namespace, name, meta = metadata(obj)
     spec = _map(obj.get("spec"), "spec")

@@ -282,3 +282,22 @@ def test_a_node_in_two_hypernodes_of_a_tier_does_not_split_a_gang() -> None:
     report = simulate(objects, CONF)
     assert sorted(report["binds"].values()) == ["n2", "n3", "n3"]
     assert report["pending"] == {}
+
+
+def test_a_pod_without_a_podgroup_asks_by_annotations() -> None:
+    """Volcano's pod annotations for a pod without a PodGroup: hard tier 1 keeps it to a
+    node some tier-1 HyperNode holds (n3 is in none and would score best: emptiest);
+    annotations it cannot read are Volcano's defaults (hard, no tier): placed anyway."""
+    nodes = [node("n1", cpu="4"), node("n2", cpu="4"), node("n3", cpu="8")]
+    held = [pod(f"busy-{n}", cpu="2", node_name=n, phase="Running") for n in ("n1", "n2")]
+    asks = pod("asks", cpu="1", annotations={"volcano.sh/network-topology-mode": "hard",
+                                             "volcano.sh/network-topology-highest-tier": "1"})
+    odd = pod("odd", cpu="1", annotations={"volcano.sh/network-topology-mode": "tight",
+                                           "volcano.sh/network-topology-highest-tier": "x"})
+    plain = pod("plain", cpu="1")
+    conf = CONF.replace("{name: predicates}", "{name: predicates}, {name: nodeorder}")
+    report = simulate([queue("default"), *nodes, *held,
+                       hypernode("s0", 1, nodes=["n1", "n2"]), asks, odd, plain], conf)
+    assert report["binds"]["default/asks"] in ("n1", "n2")
+    assert report["binds"]["default/plain"] == "n3"
+    assert "default/odd" in report["binds"]
