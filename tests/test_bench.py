@@ -484,6 +484,47 @@ def test_topology_scene_pending_gangs_ask_their_tier():
     assert sum(1 for p in pods if not p["spec"].get("nodeName")) == 15
 
 
+def test_topology_scene_sub_groups_split_each_gang_by_a_pod_label():
+    spec = BenchSpec(nodes=20, running=0, jobs=2, tasks_per_job=6, topology_tier=2,
+                     sub_groups=3, scene="topology")
+    kinds, pods, _ = _topology_objects(spec)
+    gangs = [g for g in kinds["PodGroup"] if g["metadata"]["name"].startswith("train-")]
+    assert [g["spec"]["subGroupPolicy"][0]["subGroupSize"] for g in gangs] == [2, 2]
+    assert all(g["spec"]["subGroupPolicy"][0]["minSubGroups"] == 3 for g in gangs)
+    parts = [p["metadata"]["labels"]["bench.vscheduler/part"] for p in pods
+             if p["metadata"]["name"].startswith("train-00000-")]
+    assert parts == ["0", "0", "1", "1", "2", "2"]
+
+
+@pytest.mark.parametrize("bad", [{"sub_groups": 4}, {"sub_groups": 3, "scene": "default"}])
+def test_sub_groups_must_divide_the_gang_and_belong_to_the_topology_scene(bad):
+    settings = {"nodes": 20, "jobs": 2, "tasks_per_job": 6, "scene": "topology", **bad}
+    with pytest.raises(ValueError, match="sub_groups"):
+        BenchSpec(**settings)
+
+
+def test_topology_check_counts_sub_groups_across_racks():
+    spec = BenchSpec(nodes=40, running=0, jobs=1, tasks_per_job=4, topology_tier=2,
+                     sub_groups=2, scene="topology")
+    # part 0 (pods 0, 1) across racks 0 and 1; part 1 (pods 2, 3) in rack 1; all in row 0
+    binds = {"bench/train-00000-0": "node-00000", "bench/train-00000-1": "node-00016",
+             "bench/train-00000-2": "node-00017", "bench/train-00000-3": "node-00018"}
+    assert topology_check(spec, binds)["violations"] == 1
+    binds["bench/train-00000-1"] = "node-00001"
+    assert topology_check(spec, binds)["violations"] == 0
+
+
+def test_topology_scene_with_sub_groups_keeps_each_in_a_rack(capsys):
+    """8 gangs of 40 cards within one block, each in 4 sub-groups of 10 held to a rack:
+    all bound, no gang across blocks and no sub-group across racks."""
+    figures = _bench_json(capsys, "--topology", "--nodes", "160", "--running", "1280",
+                          "--jobs", "8", "--tasks-per-job", "40", "--topology-tier",
+                          "block", "--sub-groups", "4", "--sessions", "2")
+    check = figures["topology"]
+    assert (check["gangs"], check["bound_whole"], check["violations"]) == (8, 8, 0)
+    assert check["sub_groups"] == 4
+
+
 @pytest.mark.parametrize("tier", [1, 2, 3, 4])
 def test_topology_scene_places_every_gang_within_one_domain_of_its_tier(capsys, tier):
     # 160 nodes (10 racks of 128 cards) half taken; 8 gangs of 40 cards

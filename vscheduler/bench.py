@@ -178,6 +178,8 @@ class BenchSpec:
     topology_tier: int = 1
     # anti-affinity: the replicas are also spread over zones (maxSkew 1, DoNotSchedule).
     zone_spread: bool = False
+    # topology: each pending gang in this many sub-groups (0: none), each held to a rack.
+    sub_groups: int = 0
 
     def __post_init__(self) -> None:
         if self.arrive is None:
@@ -218,6 +220,11 @@ class BenchSpec:
         elif self.zone_spread:
             raise ValueError("zone_spread (--zone-spread) is the anti-affinity scene's: "
                              f"the {self.scene} scene has no replicas to spread")
+        if self.sub_groups and (self.scene != "topology" or self.sub_groups < 0
+                                or self.tasks_pending % self.sub_groups):
+            raise ValueError("sub_groups (--sub-groups) is the topology scene's, and must "
+                             f"divide the pods of a gang ({self.tasks_pending}), not "
+                             f"{self.sub_groups}")
 
     @property
     def tasks_pending(self) -> int:
@@ -253,6 +260,10 @@ def _node(name: str, model: str, spec: BenchSpec, mig: bool, zone: int) -> dict[
         allocatable["nvidia.com/gpu"] = str(spec.gpus_per_node)
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "status": {"allocatable": allocatable}}
+
+
+# The topology scene's sub-groups: the pod label that numbers a pod's part of its gang.
+SUB_GROUP_LABEL = "bench.vscheduler/part"
 
 
 def _pod(name: str, namespace: str, group: str, queue: str, card: str, resource_name: str,
@@ -579,9 +590,19 @@ def _topology(spec: BenchSpec) -> list[dict[str, Any]]:
         podgroup = _podgroup(group, "bench", queue, tasks, "normal", "Pending")
         podgroup["spec"]["networkTopology"] = {"mode": "hard",
                                                "highestTierAllowed": spec.topology_tier}
+        size = tasks // spec.sub_groups if spec.sub_groups else 0
+        if size:
+            podgroup["spec"]["subGroupPolicy"] = [{
+                "name": "part", "matchLabelKeys": [SUB_GROUP_LABEL], "subGroupSize": size,
+                "minSubGroups": spec.sub_groups,
+                "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
         objects.append(podgroup)
-        objects += [_pod(f"{group}-{t}", "bench", group, queue, "", "nvidia.com/gpu", 8, 64,
-                         "normal") for t in range(tasks)]
+        for t in range(tasks):
+            pod = _pod(f"{group}-{t}", "bench", group, queue, "", "nvidia.com/gpu", 8, 64,
+                       "normal")
+            if size:
+                pod["metadata"]["labels"] = {SUB_GROUP_LABEL: str(t // size)}
+            objects.append(pod)
     return objects
 
 
@@ -592,19 +613,25 @@ def topology_check(spec: BenchSpec, binds: dict[str, str]) -> dict[str, Any]:
     their tier (violations: the topology rule allows none)."""
     paths = {_node_name(i): path for i, path in enumerate(topology_domains(spec))}
     domains: dict[str, set[int]] = {}
+    racks: dict[tuple[str, int], set[int]] = {}  # (gang, sub-group) -> its racks
     bound: dict[str, int] = {}
+    size = spec.tasks_pending // spec.sub_groups if spec.sub_groups else 0
     for key, node in binds.items():
         namespace, name = key.split("/", 1)
         if namespace != "bench" or not name.startswith("train-"):
             continue
-        group = name.rsplit("-", 1)[0]
+        group, index = name.rsplit("-", 1)
         bound[group] = bound.get(group, 0) + 1
         domains.setdefault(group, set()).add(paths[node][spec.topology_tier - 1])
+        if size:
+            racks.setdefault((group, int(index) // size), set()).add(paths[node][0])
     whole = sum(1 for count in bound.values() if count >= spec.tasks_pending)
     return {"tier": spec.topology_tier, "tier_name": TOPOLOGY_TIERS[spec.topology_tier - 1][0],
             "domains": [len({p[t] for p in paths.values()}) for t in range(len(TOPOLOGY_TIERS))],
             "gangs": spec.jobs, "bound_whole": whole, "bound_in_part": len(bound) - whole,
-            "violations": sum(1 for found in domains.values() if len(found) > 1)}
+            "violations": sum(1 for found in domains.values() if len(found) > 1)
+            + sum(1 for found in racks.values() if len(found) > 1),
+            "sub_groups": spec.sub_groups}
 
 
 def replicas(spec: BenchSpec) -> list[dict[str, Any]]:
@@ -846,8 +873,10 @@ def _cluster_line(figures: dict[str, Any]) -> str:
         return (f"cluster (topology): {spec['nodes']} nodes of {spec['gpus_per_node']} GPUs "
                 f"in {shape}; {spec['running']} pods running; {spec['jobs']} gangs x "
                 f"{tasks} one-GPU pods pending, each within one "
-                f"{figures['topology']['tier_name']} (tier {spec['topology_tier']}); seed "
-                f"{spec['seed']}{churned}")
+                f"{figures['topology']['tier_name']} (tier {spec['topology_tier']})"
+                + (f" in {spec['sub_groups']} sub-groups of one rack each"
+                   if spec.get("sub_groups") else "")
+                + f"; seed {spec['seed']}{churned}")
     if scene == "anti-affinity":
         spread = (f", spread over {ZONES} zones (maxSkew 1)" if spec.get("zone_spread")
                   else "")
@@ -881,7 +910,9 @@ def render(figures: dict[str, Any]) -> str:
         check = figures["topology"]
         lines.append(f"topology: {check['bound_whole']} of {check['gangs']} gangs bound whole, "
                      f"{check['bound_in_part']} in part; {check['violations']} across more "
-                     f"than one {check['tier_name']} (violations)")
+                     f"than one {check['tier_name']}"
+                     + (" or sub-groups across racks" if check.get("sub_groups") else "")
+                     + " (violations)")
     if "anti_affinity" in figures:
         check = figures["anti_affinity"]
         zones = "/".join(str(count) for count in check["zones"])

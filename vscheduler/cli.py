@@ -217,7 +217,8 @@ def _bench(args: argparse.Namespace) -> int:
                           running=args.running, sessions=args.sessions, churn=args.churn,
                           arrive=args.arrive, depart=args.depart, seed=args.seed,
                           mig_every=args.mig_every, pending_tasks=pending_tasks,
-                          topology_tier=args.topology_tier, zone_spread=args.zone_spread)
+                          topology_tier=args.topology_tier, zone_spread=args.zone_spread,
+                          sub_groups=args.sub_groups)
     except ValueError as err:
         print(f"vscheduler: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -511,6 +512,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="topology scene: the tier each pending gang is held within, by "
                             "number or name: 1 rack, 2 row, 3 block, 4 superblock (default "
                             "1, rack)")
+    bench.add_argument("--sub-groups", type=int, default=0, metavar="N",
+                       help="topology scene: each pending gang in N sub-groups (a "
+                            "subGroupPolicy), each held within one rack, the gang within "
+                            "--topology-tier; N divides the gang's pods (default 0: none)")
     bench.add_argument("--zone-spread", action="store_true",
                        help="anti-affinity scene: the replicas are also spread over the "
                             "zones, maxSkew 1, DoNotSchedule")
