@@ -4,6 +4,8 @@ They need no queue room (allocate skips the tasks of an overused queue; backfill
 not ask), only an open queue, a pod slot and the plugins' predicates. Jobs are taken in queue order
 then job order, a job's tasks in task order, all of a job's tasks in one statement:
 committed if the job is then ready, so a gang of best-effort pods is placed whole too.
+A job with sub-groups is left to allocate, which places each group whole (placing pod by
+pod here could leave a group in part), as is one held to a topology domain.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class Backfill(Action):
                 if job.count(S.PENDING) and not job.is_pending()
                 and queues[job.queue].is_open() and not job.count(S.ALLOCATED)
                 and any(t.best_effort for t in placeable_tasks(job))
-                and session.job_valid(job) is None and not confined(session, job)]
+                and session.job_valid(job) is None and not confined(session, job)
+                and not job.spec.sub_groups]
 
         def order(left: Job, right: Job) -> int:
             if left.queue != right.queue:

@@ -256,6 +256,7 @@ class Cache:
                 or not _same_but_status(job.spec, spec)):
             job.dirty = True
         job.spec = spec
+        job.forget_sub_groups()  # (its policies may have changed)
         job.queue = queue
         job.phase = spec.phase
         job.conditions = [Condition(*c) for c in spec.conditions]

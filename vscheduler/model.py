@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from vscheduler.fit import NodeFitErrors
 from vscheduler.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 from vscheduler.specs import Pod, PodGroupSpec, SubGroupPolicy
-from vscheduler.sub_groups import SubGroup, group_tasks, short_policy
+from vscheduler.sub_groups import GroupKey, SubGroup, group_tasks, short_policy
 
 __all__ = [
     "ALLOCATED_STATUSES",
@@ -267,7 +267,7 @@ class Job:
         self.memo: dict[str, Any] = {}
         # Its sub-groups (`sub_groups()`) and each grouped task's, by uid: made when
         # first asked and again after its tasks change
-        self._sub_groups: tuple[dict[str, SubGroup], dict[str, SubGroup]] | None = None
+        self._sub_groups: tuple[dict[GroupKey, SubGroup], dict[str, SubGroup]] | None = None
 
     # ---------------------------------------------------------------- the spec's fields
 
@@ -425,7 +425,7 @@ class Job:
 
     # ---------------------------------------------------------------- sub-groups
 
-    def sub_groups(self) -> dict[str, SubGroup]:
+    def sub_groups(self) -> dict[GroupKey, SubGroup]:
         """Its sub-groups by key (vscheduler.sub_groups), empty without policies."""
         return self._grouping()[0]
 
@@ -433,7 +433,11 @@ class Job:
         """The sub-group `task` is in; None for a task in none (the job's rest)."""
         return self._grouping()[1].get(task.uid)
 
-    def _grouping(self) -> tuple[dict[str, SubGroup], dict[str, SubGroup]]:
+    def forget_sub_groups(self) -> None:
+        """Make its sub-groups anew when next asked (its spec changed)."""
+        self._sub_groups = None
+
+    def _grouping(self) -> tuple[dict[GroupKey, SubGroup], dict[str, SubGroup]]:
         if self._sub_groups is None:
             policies = self.spec.sub_groups
             groups = group_tasks(policies, self.tasks.values()) if policies else {}

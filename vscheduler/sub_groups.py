@@ -27,18 +27,24 @@ from vscheduler.specs import SubGroupPolicy
 if TYPE_CHECKING:
     from vscheduler.model import Status, Task
 
-__all__ = ["SubGroup", "group_tasks", "short_policy"]
+__all__ = ["GroupKey", "SubGroup", "group_tasks", "short_policy"]
+
+# A group: its policy's name and its pods' values for the policy's keys
+GroupKey = tuple[str, tuple[str, ...]]
 
 
 class SubGroup:
-    """The pods of one group of a policy (`values`: theirs for its keys)."""
+    """The pods of one group of a policy (`values`: theirs for its keys). `key` tells
+    groups apart (a policy's name may hold a "/", and a value a "-": the `name` shown,
+    `replica/0`, may repeat)."""
 
-    __slots__ = ("index", "key", "policy", "tasks", "values")
+    __slots__ = ("index", "key", "name", "policy", "tasks", "values")
 
     def __init__(self, policy: SubGroupPolicy, values: tuple[str, ...]) -> None:
         self.policy = policy
         self.values = values
-        self.key = f"{policy.name}/{'-'.join(values)}" if values else policy.name
+        self.key: GroupKey = (policy.name, values)
+        self.name = f"{policy.name}/{'-'.join(values)}" if values else policy.name
         # The first value read as a number orders the groups 0, 1, 2, ... rather than
         # 0, 1, 10, 11 (Volcano's match index)
         first = parse_label_int(values[0]) if values else None
@@ -53,7 +59,7 @@ class SubGroup:
         return sum(1 for task in self.tasks if task.status & statuses)
 
     def __repr__(self) -> str:
-        return f"SubGroup({self.key}, {len(self.tasks)} pods, size {self.size})"
+        return f"SubGroup({self.name}, {len(self.tasks)} pods, size {self.size})"
 
 
 def _values(policy: SubGroupPolicy, labels: dict[str, str] | None) -> tuple[str, ...] | None:
@@ -71,11 +77,11 @@ def _values(policy: SubGroupPolicy, labels: dict[str, str] | None) -> tuple[str,
 
 
 def group_tasks(policies: Iterable[SubGroupPolicy], tasks: Iterable[Task]
-                ) -> dict[str, SubGroup]:
+                ) -> dict[GroupKey, SubGroup]:
     """Every group of the policies with its tasks, by key; tasks in no group are left
     out (the job's rest)."""
     policies = tuple(policies)
-    groups: dict[str, SubGroup] = {}
+    groups: dict[GroupKey, SubGroup] = {}
     for task in tasks:
         labels = task.pod.labels
         for policy in policies:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import hypernode, node, pod, podgroup, queue, simulate
+from tests.builders import hypernode, load_cache, node, pod, podgroup, queue, simulate
 from vscheduler.objects import BadObject, parse_podgroup
 
 CONF = """
@@ -229,6 +229,67 @@ def test_backfill_and_later_sessions_keep_groups_whole() -> None:
     assert sum(len(nodes) for nodes in placed.values()) == 8
 
 
+def test_backfill_never_places_part_of_a_group() -> None:
+    """Two groups of two best-effort pods, minSubGroups 1, a node with three pod slots:
+    allocate places group 0 and refuses group 1, which backfill leaves whole (pod by
+    pod it would bind one of its two)."""
+    group = podgroup("train", 2)
+    group["spec"]["subGroupPolicy"] = [{"name": "r", "matchLabelKeys": ["r"],
+                                        "subGroupSize": 2, "minSubGroups": 1}]
+    pods = [pod(f"train-{r}-{i}", cpu=None, memory=None, group="train",
+                labels={"r": str(r)}) for r in range(2) for i in range(2)]
+    conf = CONF.replace(", {name: network-topology-aware}", "")
+    binds = simulate([queue("default"), node("n1", pods="3"), group, *pods], conf)["binds"]
+    assert sorted(binds) == ["default/train-0-0", "default/train-0-1"]
+
+
+def test_groups_of_two_policies_never_merge() -> None:
+    """Policy `a/1` (no keys) and policy `a` with a pod's value 1 would both show as
+    a/1: they stay two groups, each with its own size."""
+    group = podgroup("train", 1)
+    group["spec"]["subGroupPolicy"] = [
+        {"name": "a/1", "labelSelector": {"matchLabels": {"kind": "x"}}},
+        {"name": "a", "matchLabelKeys": ["r"], "subGroupSize": 2}]
+    cache = load_cache([queue("default"), group,
+                        pod("x", group="train", labels={"kind": "x"}),
+                        pod("y", group="train", labels={"r": "1"})])
+    groups = cache.jobs["default/train"].clone().sub_groups()
+    assert sorted((g.name, g.size, len(g.tasks)) for g in groups.values()) == [
+        ("a/1", 1, 1), ("a/1", 2, 1)]
+
+
+def test_a_changed_policy_regroups_the_cached_job() -> None:
+    group = podgroup("train", 1)
+    group["spec"]["subGroupPolicy"] = [{"name": "a", "matchLabelKeys": ["r"]}]
+    cache = load_cache([queue("default"), group, pod("x", group="train", labels={"r": "1"})])
+    job = cache.jobs["default/train"]
+    assert [g.name for g in job.sub_groups().values()] == ["a/1"]
+    group["spec"]["subGroupPolicy"] = [{"name": "b", "matchLabelKeys": ["r"]}]
+    cache.add_podgroup(parse_podgroup(group))
+    assert [g.name for g in job.sub_groups().values()] == ["b/1"]
+
+
+def test_a_group_tried_in_several_racks_says_only_why_the_last_failed() -> None:
+    """Three 5-GPU workers that must sit on rack a1's nodes (a label only they have):
+    two fit there, the third does not; the racks tried after it refuse them all. No pod
+    says it "can possibly be assigned" to a1, a try given up."""
+    objects = [queue("default")]
+    for block in "ab":
+        for rack in "12":
+            names = [f"n-{block}{rack}-{i}" for i in range(2)]
+            labels = {"ok": "1"} if block + rack == "a1" else {}
+            objects += [node(n, cpu="64", memory="256Gi", labels=labels, **{GPU: "8"})
+                        for n in names]
+            objects.append(hypernode(f"rack-{block}{rack}", 1, nodes=names))
+        objects.append(hypernode(f"block-{block}", 2,
+                                 children=[f"rack-{block}1", f"rack-{block}2"]))
+    group, *workers = train(3, 1, workers=3, size=3, gpus="5", job_topology=None)
+    for worker in workers:
+        worker["spec"]["nodeSelector"] = {"ok": "1"}
+    reasons = simulate([*objects, group, *workers], CONF)["pending"]["default/train-0-0"]
+    assert not any("can possibly be assigned" in r for r in reasons), reasons
+
+
 def test_decisions_repeat() -> None:
     objects = [*cluster(), *train(8, 3, min_groups=2)]
     assert simulate(objects, CONF) == simulate(objects, CONF)
@@ -291,5 +352,5 @@ def test_first_policy_that_takes_a_pod_wins() -> None:
     tasks = [_Task(f"t{i}", {"replica": str(i % 2), "role": "w"}) for i in range(4)]
     tasks.append(_Task("t-other", {"role": "w"}))
     groups = group_tasks(spec.sub_groups, tasks)  # type: ignore[arg-type]
-    assert Counter({k: len(g.tasks) for k, g in groups.items()}) == Counter(
+    assert Counter({g.name: len(g.tasks) for g in groups.values()}) == Counter(
         {"first/0": 2, "first/1": 2, "second/w": 1})

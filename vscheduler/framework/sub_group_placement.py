@@ -34,7 +34,7 @@ from vscheduler.framework.topology_placement import (
 )
 from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.specs import SubGroupPolicy
-from vscheduler.sub_groups import SubGroup
+from vscheduler.sub_groups import GroupKey, SubGroup
 from vscheduler.topology import Domain
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def allocate_sub_groups(session: Session, job: Job, queue: Queue,
     grouped = {task.uid for group in groups.values() for task in group.tasks}
     rest = SubGroup(_REST, ())
     rest.tasks = [task for task in job.tasks.values() if task.uid not in grouped]
-    turns: dict[str, tuple[SubGroup, PriorityQueue[Task]]] = {}
+    turns: dict[GroupKey, tuple[SubGroup, PriorityQueue[Task]]] = {}
     for group in (*groups.values(), rest):
         mine = [task for task in group.tasks if task.uid in pending]
         if mine:
@@ -130,8 +130,10 @@ def _place_group(session: Session, job: Job, queue: Queue, group: SubGroup,
         return group.count(_READY) >= group.size
 
     def attempt(within: Domain | None) -> Statement | None:
-        for task in group.tasks:  # (this try's reasons only)
+        for task in group.tasks:  # (this try's reasons only, as for a job's domains)
             job.fit_errors.pop(task.uid, None)
+            if task.status == S.PENDING:
+                task.last_transaction = None
         trial = waiting.copy()
         statement = place(session, job, queue, trial, within, done)
         if statement.operations and group.count(_PIPELINED) >= group.size:
@@ -149,14 +151,20 @@ def _place_group(session: Session, job: Job, queue: Queue, group: SubGroup,
     if limit >= top.tier and not placed:  # (the job's domain is within the group's limit)
         return attempt(domain)
     assert room is not None
-    root = around(session, job, placed, limit, f"the pods of sub-group {group.key}")
+    root = around(session, job, placed, limit, f"the pods of sub-group {group.name}")
     if root is None:
         return None
     candidates = [
         [d for d in tier if d is top or top in topology.ancestors(d)]
         for tier in topology.candidates(root, limit)]
+    candidates = [tier for tier in candidates if tier]
+    if not candidates and placed:
+        session.explain_job(job, (
+            f"the pods of sub-group {group.name} already placed are outside HyperNode "
+            f"{top.name}"))
+        return None
     lacking, least = least_request(waiting, group.size - group.count(_READY))
     return try_domains(
-        session, job, [tier for tier in candidates if tier], limit, bool(placed), lacking,
+        session, job, candidates, limit, bool(placed), lacking,
         least, room, lambda d: attempt(None if d is topology.top else d),
-        who=f"sub-group {group.key}")
+        who=f"sub-group {group.name}")
