@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from vscheduler.hookspecs import ABSTAIN, PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import (
-    ALLOCATED_STATUSES,
+    PIPELINED_STATUSES,
+    READY_STATUSES,
     SCHEDULED_STATUSES,
+    VALID_STATUSES,
     Condition,
     Job,
     Task,
@@ -30,10 +32,6 @@ from vscheduler.plugin import Plugin
 
 S = TaskStatus
 TIMEOUT_REASON = "ScheduleTimeout"
-# What counts toward a sub-group's size when the job is judged valid, ready, pipelined
-_READY = ALLOCATED_STATUSES | S.SUCCEEDED
-_PIPELINED = _READY | S.PIPELINED
-_VALID = _PIPELINED | S.PENDING
 
 
 class GangPlugin(Plugin):
@@ -64,7 +62,7 @@ class GangPlugin(Plugin):
         if not job.check_task_valid():
             return ("NotEnoughPodsOfTask",
                     "Not enough valid pods of each task for gang-scheduling")
-        short = job.sub_groups_short(_VALID)
+        short = job.sub_groups_short(VALID_STATUSES)
         if short is not None:
             policy, have = short
             return ("NotEnoughPodsOfTask",
@@ -121,7 +119,7 @@ class GangPlugin(Plugin):
     @hookimpl
     def job_ready(self, job: Job) -> bool:
         return (job.check_task_ready() and job.is_ready()
-                and job.sub_groups_short(_READY) is None)
+                and job.sub_groups_short(READY_STATUSES) is None)
 
     @hookimpl
     def job_enqueueable(self, job: Job) -> Vote:
@@ -131,7 +129,7 @@ class GangPlugin(Plugin):
     @hookimpl
     def job_pipelined(self, job: Job) -> Vote:
         if job.check_task_pipelined() and job.is_pipelined() \
-                and job.sub_groups_short(_PIPELINED) is None:
+                and job.sub_groups_short(PIPELINED_STATUSES) is None:
             return PERMIT
         return Reject("not enough tasks placed or waiting for minAvailable")
 

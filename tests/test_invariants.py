@@ -154,10 +154,18 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     return objects
 
 
-def _run(objects: list[dict[str, Any]], conf_name: str, sessions: int) -> Simulation:
-    simulation = Simulation(parse_conf(CONFS[conf_name], conf_name))
-    simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
-    run_checked(simulation, sessions)
+def _run(objects: list[dict[str, Any]], conf_name: str, sessions: int,
+         confs: dict[str, str] = CONFS, shared: bool = True) -> Simulation:
+    """Run `sessions` checked sessions on `objects` with conf `conf_name` of `confs`;
+    without `shared`, every task searches the nodes for itself (no signature)."""
+    from vscheduler.framework.session import Session
+
+    with pytest.MonkeyPatch.context() as patch:
+        if not shared:
+            patch.setattr(Session, "task_signature", lambda self, task: None)
+        simulation = Simulation(parse_conf(confs[conf_name], conf_name))
+        simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+        run_checked(simulation, sessions)
     return simulation
 
 
@@ -554,15 +562,7 @@ def inter_pod_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 def _inter_pod_run(objects: list[dict[str, Any]], conf_name: str, sessions: int,
                    shared: bool = True) -> Simulation:
-    from vscheduler.framework.session import Session
-
-    with pytest.MonkeyPatch.context() as patch:
-        if not shared:  # no signature: every task searches the nodes for itself
-            patch.setattr(Session, "task_signature", lambda self, task: None)
-        simulation = Simulation(parse_conf(INTER_POD_CONFS[conf_name], conf_name))
-        simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
-        run_checked(simulation, sessions)
-    return simulation
+    return _run(objects, conf_name, sessions, INTER_POD_CONFS, shared)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

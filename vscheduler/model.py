@@ -21,6 +21,9 @@ from vscheduler.sub_groups import GroupKey, SubGroup, group_tasks, short_policy
 
 __all__ = [
     "ALLOCATED_STATUSES",
+    "PIPELINED_STATUSES",
+    "READY_STATUSES",
+    "VALID_STATUSES",
     "Condition",
     "Job",
     "Node",
@@ -77,6 +80,11 @@ ALLOCATED_STATUSES = S.BOUND | S.BINDING | S.RUNNING | S.ALLOCATED
 # Placed for good: what a queue's reported and written figures count. A task still
 # ALLOCATED at close was never committed (its gang only got pipelined): it is pending.
 PLACED_FOR_GOOD = ALLOCATED_STATUSES & ~S.ALLOCATED
+# What the gang counters count: a task is ready (placed, or done), pipelined (ready or
+# waiting on releasing resources), valid (pipelined or still to place)
+READY_STATUSES = ALLOCATED_STATUSES | S.SUCCEEDED
+PIPELINED_STATUSES = READY_STATUSES | S.PIPELINED
+VALID_STATUSES = PIPELINED_STATUSES | S.PENDING
 PREEMPTABLE_STATUSES = S.BOUND | S.RUNNING
 COMPLETED_STATUSES = S.SUCCEEDED | S.FAILED
 SCHEDULED_STATUSES = S.RUNNING | S.BOUND | S.SUCCEEDED | S.FAILED
@@ -363,13 +371,13 @@ class Job:
     # ---------------------------------------------------------------- gang counters
 
     def ready_task_num(self) -> int:
-        return self.count(ALLOCATED_STATUSES | S.SUCCEEDED)
+        return self.count(READY_STATUSES)
 
     def waiting_task_num(self) -> int:
         return self.count(S.PIPELINED)
 
     def valid_task_num(self) -> int:
-        return self.count(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED | S.PENDING)
+        return self.count(VALID_STATUSES)
 
     def is_ready(self) -> bool:
         """Enough tasks placed to commit them. Volcano also counts pending best-effort
@@ -410,18 +418,18 @@ class Job:
         if not self.min_task_member:
             return True
         return self._roles_meet(
-            self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED | S.PENDING))
+            self._role_counts(VALID_STATUSES))
 
     def check_task_ready(self) -> bool:
         if not self.min_task_member:
             return True
-        return self._roles_meet(self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED))
+        return self._roles_meet(self._role_counts(READY_STATUSES))
 
     def check_task_pipelined(self) -> bool:
         if not self.min_task_member:
             return True
         return self._roles_meet(
-            self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED | S.PIPELINED))
+            self._role_counts(PIPELINED_STATUSES))
 
     # ---------------------------------------------------------------- sub-groups
 
@@ -486,7 +494,7 @@ class Job:
                 1 for t in self._by_status.get(S.PENDING, {}).values()
                 if t.role not in failed_roles)
             return self.ready_task_num() + pending_ok >= self.min_available
-        ready = self._role_counts(ALLOCATED_STATUSES | S.SUCCEEDED)
+        ready = self._role_counts(READY_STATUSES)
         for role in failed_roles:
             need = self.min_task_member.get(role, 0)
             if need > 0 and ready.get(role, 0) < need:

@@ -58,6 +58,10 @@ class SubGroup:
     def count(self, statuses: Status) -> int:
         return sum(1 for task in self.tasks if task.status & statuses)
 
+    def full(self, statuses: Status) -> bool:
+        """Whether `size` of its tasks are in `statuses` (ready, with the ready ones)."""
+        return self.count(statuses) >= self.policy.size
+
     def __repr__(self) -> str:
         return f"SubGroup({self.name}, {len(self.tasks)} pods, size {self.size})"
 
@@ -103,7 +107,7 @@ def short_policy(policies: Iterable[SubGroupPolicy], groups: Iterator[SubGroup] 
     tasks in `statuses`, and how many it has; None if none falls short."""
     full: dict[str, int] = {}
     for group in groups:
-        if group.count(statuses) >= group.size:
+        if group.full(statuses):
             full[group.policy.name] = full.get(group.policy.name, 0) + 1
     for policy in policies:
         have = full.get(policy.name, 0)

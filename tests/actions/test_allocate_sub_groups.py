@@ -333,24 +333,16 @@ def test_a_bad_policy_skips_its_job_only() -> None:
 
 
 def test_first_policy_that_takes_a_pod_wins() -> None:
-    """Two policies both select the workers: the first one's groups are used."""
+    """Two policies both select the workers: the first one's groups take them; a pod
+    without the first one's key goes to the second."""
     group = podgroup("train", 1)
     group["spec"]["subGroupPolicy"] = [
         {"name": "first", "matchLabelKeys": ["replica"], "subGroupSize": 2},
         {"name": "second", "matchLabelKeys": ["role"], "subGroupSize": 5}]
-    spec = parse_podgroup(group)
-    from vscheduler.sub_groups import group_tasks
-
-    class _Pod:
-        def __init__(self, labels: dict[str, str]) -> None:
-            self.labels = labels
-
-    class _Task:
-        def __init__(self, key: str, labels: dict[str, str]) -> None:
-            self.key, self.uid, self.pod = key, key, _Pod(labels)
-
-    tasks = [_Task(f"t{i}", {"replica": str(i % 2), "role": "w"}) for i in range(4)]
-    tasks.append(_Task("t-other", {"role": "w"}))
-    groups = group_tasks(spec.sub_groups, tasks)  # type: ignore[arg-type]
+    pods = [pod(f"t{i}", group="train", labels={"replica": str(i % 2), "role": "w"})
+            for i in range(4)]
+    pods.append(pod("t-other", group="train", labels={"role": "w"}))
+    cache = load_cache([queue("default"), group, *pods])
+    groups = cache.jobs["default/train"].sub_groups()
     assert Counter({g.name: len(g.tasks) for g in groups.values()}) == Counter(
         {"first/0": 2, "first/1": 2, "second/w": 1})

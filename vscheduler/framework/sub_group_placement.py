@@ -32,7 +32,7 @@ from vscheduler.framework.topology_placement import (
     least_request,
     try_domains,
 )
-from vscheduler.model import ALLOCATED_STATUSES, Job, Queue, Task, TaskStatus
+from vscheduler.model import PIPELINED_STATUSES, READY_STATUSES, Job, Queue, Task, TaskStatus
 from vscheduler.specs import SubGroupPolicy
 from vscheduler.sub_groups import GroupKey, SubGroup
 from vscheduler.topology import Domain
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["PlaceUntil", "allocate_sub_groups"]
 
 S = TaskStatus
-_READY = ALLOCATED_STATUSES | S.SUCCEEDED
-_PIPELINED = _READY | S.PIPELINED
 _REST = SubGroupPolicy(name="")  # (the job's pods in no group: one group of size 1)
 
 # (session, job, queue, the tasks to place, the domain to place them in or None:
@@ -101,7 +99,7 @@ def _ready_counts(groups: Iterable[SubGroup]) -> dict[str, int]:
     """Policy name -> how many of its groups are ready."""
     counts: dict[str, int] = {}
     for group in groups:
-        if group.count(_READY) >= group.size:
+        if group.full(READY_STATUSES):
             counts[group.policy.name] = counts.get(group.policy.name, 0) + 1
     return counts
 
@@ -111,7 +109,7 @@ def _turn(group: SubGroup, ready: dict[str, int], order: dict[str, int]) -> tupl
     minSubGroups, then not ready, then ready; then the policies' order, the groups'
     numbers, their keys."""
     policy = group.policy
-    if group.count(_READY) >= group.size:
+    if group.full(READY_STATUSES):
         rank = 2
     elif ready.get(policy.name, 0) < policy.min_sub_groups:
         rank = 0
@@ -127,7 +125,7 @@ def _place_group(session: Session, job: Job, queue: Queue, group: SubGroup,
     limit if it has one below `domain`; the statement if it got ready or pipelined."""
 
     def done() -> bool:
-        return group.count(_READY) >= group.size
+        return group.full(READY_STATUSES)
 
     def attempt(within: Domain | None) -> Statement | None:
         for task in group.tasks:  # (this try's reasons only, as for a job's domains)
@@ -136,7 +134,7 @@ def _place_group(session: Session, job: Job, queue: Queue, group: SubGroup,
                 task.last_transaction = None
         trial = waiting.copy()
         statement = place(session, job, queue, trial, within, done)
-        if statement.operations and group.count(_PIPELINED) >= group.size:
+        if statement.operations and group.full(PIPELINED_STATUSES):
             waiting.adopt(trial)
             return statement
         statement.discard()
@@ -163,7 +161,7 @@ def _place_group(session: Session, job: Job, queue: Queue, group: SubGroup,
             f"the pods of sub-group {group.name} already placed are outside HyperNode "
             f"{top.name}"))
         return None
-    lacking, least = least_request(waiting, group.size - group.count(_READY))
+    lacking, least = least_request(waiting, group.size - group.count(READY_STATUSES))
     return try_domains(
         session, job, candidates, limit, bool(placed), lacking,
         least, room, lambda d: attempt(None if d is topology.top else d),

@@ -25,11 +25,11 @@ from vscheduler.framework.eviction import VictimPolicy
 from vscheduler.framework.statement import Statement
 from vscheduler.framework.topology_placement import (
     confined,
+    gang_request,
     groups_confined,
-    least_request,
     search_root,
 )
-from vscheduler.model import Job, Node, TaskStatus
+from vscheduler.model import Job, Node
 from vscheduler.resources import Resource
 from vscheduler.topology import Domain, Topology
 
@@ -98,8 +98,7 @@ def _cheapest_domain(session: Session, policy: VictimPolicy, job: Job,
     limit = topology.limit(job.spec.network_topology)
     if root is None or limit is None:
         return None
-    _, need = least_request(job.tasks_in(TaskStatus.PENDING),
-                            job.min_available - job.ready_task_num())
+    _, need = gang_request(job)
     nodes = session.nodes
     offered: list[tuple[Domain, Resource]] = []
     for group in topology.candidates(root, limit):

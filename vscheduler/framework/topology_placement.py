@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
 __all__ = ["PLACED", "DomainRoom", "allocate_by_topology", "around", "confined", "domain_errors",
-           "explain_not_ready", "groups_confined", "least_request", "search_root", "try_domains"]
+           "explain_not_ready", "gang_request", "groups_confined", "least_request",
+           "search_root", "try_domains"]
 
 PLACED = ALLOCATED_STATUSES | TaskStatus.PIPELINED
 
@@ -106,11 +107,10 @@ def allocate_by_topology(session: Session, job: Job, queue: Queue,
             statement.discard()
         return None
 
-    placed = [t for t in job.tasks_in(PLACED) if t.node_name]
-    lacking, least = least_request(job.tasks_in(TaskStatus.PENDING),
-                                   job.min_available - job.ready_task_num())
+    placed = any(t.node_name for t in job.tasks_in(PLACED))
+    lacking, least = gang_request(job)
     return try_domains(session, job, topology.candidates(root, limit), limit,
-                       bool(placed), lacking, least, room, attempt)
+                       placed, lacking, least, room, attempt)
 
 
 def try_domains(session: Session, job: Job, groups: list[list[Domain]], limit: int,
@@ -184,6 +184,12 @@ def domain_errors(domain: Domain, errors: NodeFitErrors) -> NodeFitErrors:
     headed.error = (f"In hyperNode {domain.name}: 0/{len(domain.nodes)} nodes are "
                     "available")
     return headed
+
+
+def gang_request(job: Job) -> tuple[int, Resource]:
+    """`least_request` for `job`'s pending tasks, as short as the gang is of ready."""
+    return least_request(job.tasks_in(TaskStatus.PENDING),
+                         job.min_available - job.ready_task_num())
 
 
 def least_request(pending: Iterable[Task], short: int) -> tuple[int, Resource]:
