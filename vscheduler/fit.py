@@ -16,7 +16,7 @@ to what it already is changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 __all__ = ["NodeFitErrors", "Unfit"]
@@ -122,6 +122,31 @@ class NodeFitErrors:
             counts = verdicts.counts
             for reason in verdicts.nodes.pop(node).reasons:
                 counts[reason] -= 1
+
+    def fill(self, base: Mapping[str, Unfit], counts: Mapping[str, int],
+             overrides: Iterable[tuple[str, Unfit]] = ()) -> None:
+        """Give every node of `base` without a verdict its refusal there, or the one
+        `overrides` names for it (`counts`: how many nodes of `base` each reason
+        refuses): one copy of `base`, not a verdict at a time. The verdicts held keep
+        theirs."""
+        held = self._verdicts.nodes
+        nodes, tally = dict(base), dict(counts)
+
+        def put(node: str, unfit: Unfit) -> None:
+            old = nodes.get(node)
+            if old is not None:
+                for reason in old.reasons:
+                    tally[reason] -= 1
+            nodes[node] = unfit
+            for reason in unfit.reasons:
+                tally[reason] = tally.get(reason, 0) + 1
+
+        for node, unfit in overrides:
+            if node not in held:
+                put(node, unfit)
+        for node, unfit in held.items():
+            put(node, unfit)
+        self._verdicts = _Verdicts(nodes, tally)
 
     def copy(self) -> NodeFitErrors:
         """A copy that later changes to this one do not reach (nor its changes this

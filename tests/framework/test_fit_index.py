@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,9 +19,9 @@ from tests.invariants import run_checked
 from vscheduler.actions.allocate import Allocate
 from vscheduler.bench import BENCH_CONF, PREEMPT_CONF, BenchSpec, churn, generate
 from vscheduler.conf import PluginOption, SchedulerConf, parse_conf
-from vscheduler.fit import Unfit
+from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.fit_index import FitIndex, fit_index
-from vscheduler.framework.placement import NodeSampling
+from vscheduler.framework.placement import NodeSampling, insufficient
 from vscheduler.framework.session import Session
 from vscheduler.simulate import Simulation
 
@@ -58,6 +59,11 @@ def assert_index_recounts(simulation: Simulation) -> None:
         fitting = set(index.fitting(session, shape.request))
         assert fitting == {node.position for node in session.node_list
                            if node.insufficient_future(shape.request) is None}
+        lacking, counts = index.lacking(session, shape.request)
+        assert lacking == {node.name: insufficient(node.insufficient_future(shape.request))
+                           for node in session.node_list if node.position not in fitting}
+        assert {r: n for r, n in counts.items() if n} == Counter(
+            unfit.reasons[0] for unfit in lacking.values())
 
 
 samplings = st.builds(NodeSampling, minimum_feasible=st.integers(1, 12),
@@ -157,3 +163,32 @@ def test_a_static_refusal_is_not_asked_again_until_its_node_changes():
         assert asked == (["n0", "n1"] if number != 1 else ["n1"]), number
     assert reasons[0] == reasons[1] == reasons[2] == [
         "0/2 nodes are available: 1 node(s) had the wrong labels, 1 node(s) were busy."]
+
+
+def test_a_pod_that_fits_nowhere_is_explained_from_the_index_without_a_verdict_a_node():
+    """n0 has room but a plugin refuses it statically; n1 and n2 are full. The pod that
+    fits nowhere is told of all three in every session; from the second on, its reasons
+    are the index's refusals and the kept static one, taken whole: no node's verdict is
+    written one by one."""
+    labels_refusal = Unfit("node(s) had the wrong labels", static=True)
+    refusing = plugin("refusing", predicate=lambda self, task, node: (
+        labels_refusal if node.name == "n0" else None),
+        task_signature=lambda self, task: None)
+    objects = [node("n0", cpu="4"), node("n1", cpu="2"), node("n2", cpu="2"),
+               pod("r1", cpu="2", node_name="n1"), pod("r2", cpu="2", node_name="n2"),
+               *gang("g", 1, cpu="1")]
+    cache = load_cache(objects)
+    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+    written: list[str] = []
+    reasons = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(NodeFitErrors, "set", lambda self, name, unfit, set_=NodeFitErrors.set:
+                      written.append(name) or set_(self, name, unfit))
+        for _ in range(2):
+            written.clear()
+            reasons.append(Session(cache.snapshot(), conf).run().pending["default/g-0"])
+    assert reasons[0] == reasons[1] == [
+        "0/3 nodes are available: 1 node(s) had the wrong labels, 2 Insufficient cpu."]
+    assert written == []

@@ -7,6 +7,10 @@ cpu, memory and scalars), the positions of the nodes whose future idle could tak
 (`Node.insufficient_future` finds nothing lacking), in order, so that a search visits
 only those (framework.search) and still walks them in the order sampling would.
 
+Each shape also keeps why every other node lacks room (its first resource short, as
+`Node.insufficient_future` names it), counted by reason: a pod that fits nowhere is
+told of every node without judging each one again (framework.search, `_explain`).
+
 Beside it, per task signature, the refusals a predicate marked `static` (see
 `fit.Unfit`): a node refused for its labels, taints or cards is refused again for tasks
 of that signature without asking, until the node changes.
@@ -26,6 +30,8 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from vscheduler.fit import Unfit
+from vscheduler.framework.placement import insufficient
+from vscheduler.model import Node
 from vscheduler.resources import Resource
 
 if TYPE_CHECKING:
@@ -51,12 +57,35 @@ class _Refusals:
 
 
 class _Shape:
-    __slots__ = ("fitting", "request", "used")
+    __slots__ = ("counts", "fitting", "lacking", "request", "used")
 
-    def __init__(self, request: Resource, fitting: SortedList, used: int) -> None:
+    def __init__(self, request: Resource, nodes: Iterable[Node], used: int) -> None:
         self.request = request
-        self.fitting = fitting  # positions of the nodes it fits on, ascending
         self.used = used  # the serial of the last snapshot it was asked in
+        fitting = []
+        # node name -> the refusal of a node without room for it; reason -> such nodes
+        self.lacking: dict[str, Unfit] = {}
+        self.counts: dict[str, int] = {}
+        for node in nodes:
+            if self.judge(node):
+                fitting.append(node.position)
+        self.fitting = SortedList(fitting)  # positions of the nodes it fits on, ascending
+
+    def judge(self, node: Node) -> bool:
+        """Whether `node` has room for the request; its refusal noted if not."""
+        lacking, counts = self.lacking, self.counts
+        short = node.insufficient_future(self.request)
+        old = lacking.get(node.name)
+        new = None if short is None else insufficient(short)
+        if old is not new:
+            if old is not None:
+                counts[old.reasons[0]] -= 1
+            if new is None:
+                del lacking[node.name]
+            else:
+                lacking[node.name] = new
+                counts[new.reasons[0]] = counts.get(new.reasons[0], 0) + 1
+        return new is None
 
 
 class FitIndex:
@@ -79,12 +108,18 @@ class FitIndex:
         if shape is None:
             if len(self.shapes) >= MAX_SHAPES:
                 del self.shapes[min(self.shapes, key=lambda k: self.shapes[k].used)]
-            request = request.clone()
-            shape = self.shapes[key] = _Shape(request, SortedList(
-                node.position for node in session.node_list
-                if node.insufficient_future(request) is None), self.serial)
+            shape = self.shapes[key] = _Shape(request.clone(), session.node_list,
+                                              self.serial)
         shape.used = self.serial
         return shape.fitting
+
+    def lacking(self, session: Session, request: Resource) -> tuple[dict[str, Unfit],
+                                                                     dict[str, int]]:
+        """Node name -> the refusal of each node without room for `request` (an
+        `insufficient` resource), and how many nodes each reason refuses. Read-only."""
+        self.fitting(session, request)
+        shape = self.shapes[request.key()]
+        return shape.lacking, shape.counts
 
     def static_refusals(self, session: Session, signature: Hashable) -> dict[int, Unfit]:
         """Node position -> the static refusal of tasks of `signature` there (see
@@ -129,7 +164,7 @@ class FitIndex:
             for refusals in self.refusals.values():
                 refusals.by_position.pop(position, None)
             for shape in self.shapes.values():
-                if node.insufficient_future(shape.request) is None:
+                if shape.judge(node):
                     if position not in shape.fitting:
                         shape.fitting.add(position)
                 else:

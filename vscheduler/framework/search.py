@@ -189,13 +189,26 @@ class NodeSearch:
 
     def _explain(self, entry: _Entry) -> None:
         """Write the verdicts of the nodes a sample passed by (see `_sample`): each
-        lacks room for the task (one that changed since was judged again then)."""
+        lacks room for the task (one that changed since was judged again then). Once
+        every node was passed, the fit index's refusals are taken whole (a full cluster
+        would otherwise cost a verdict per node per pod shape in every session)."""
         if not entry.unexplained:
             return
         entry.unexplained = False
         covered, verdicts, key_of = entry.covered, entry.errors.nodes, entry.key_of
         refused = entry.refused or _NONE
-        for node in self.session.node_list:
+        nodes = self.session.node_list
+        if self.fit_index is not None and entry.tried == len(nodes):
+            # Every node was passed: those without room take the index's refusals in
+            # one copy (a node refused statically keeps that refusal).
+            lacking, counts = self.fit_index.lacking(self.session, entry.task.resreq)
+            entry.errors.fill(lacking, counts, (
+                (nodes[position].name, unfit) for position, unfit in refused.items()
+                if nodes[position].name not in key_of))
+            verdicts = entry.errors.nodes
+            if len(verdicts) + len(key_of) == len(nodes):
+                return
+        for node in nodes:
             if covered[node.position] and node.name not in verdicts \
                     and node.name not in key_of:
                 unfit = refused.get(node.position)
