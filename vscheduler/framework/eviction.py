@@ -260,7 +260,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
                                             whole_jobs)
         plan = (strategy.plan_key(victims, total), victims) if victims else None
         if node_alone:
-            memo.by_node[node.name] = plan
+            memo.note(node.name, plan)
         else:  # the queue's room was asked: the answer may change with no change here
             memo.by_node.pop(node.name, None)
         return plan
@@ -333,43 +333,58 @@ class Plans:
     eviction (`roomy`, by position in the node list; None: any may), each forgotten for
     a node that changes, and the victim jobs that may not go whole (`refused`, by uid),
     forgotten when a node holding one of their pods changes. (Offers do not grow while
-    the nodes stay as they are: a refusal holds; an approval is asked again.)"""
+    the nodes stay as they are: a refusal holds; an approval is asked again.)
 
-    __slots__ = ("_open", "_reopened", "by_node", "clocked", "refused", "roomy")
+    Carried into the next session (`PlanMemo.carry`), it keeps only what it knows of
+    no plan: all of it is kept by node position or name, none by session objects, so
+    that carrying costs what changed, not a pass over a full cluster's nodes."""
+
+    __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused", "roomy")
 
     def __init__(self) -> None:
         self.by_node: dict[str, tuple[Key, list[Task]] | None] = {}
+        self.planned: set[str] = set()  # the nodes `by_node` holds a plan for
         self.roomy: set[int] | None = None
         self.refused: set[str] = set()
         # A pod was passed over for being younger than its minimum runtime: what was
         # learnt holds for this session's clock only (not carried: `PlanMemo.carry`).
         self.clocked = False
-        # The nodes not known to have no plan, as last listed (None: all), and those
-        # forgotten since (`unsettled`).
-        self._open: list[Node] | None = None
-        self._reopened: list[Node] = []
+        # The positions of the nodes not known to have no plan, as last listed (None:
+        # all), and those forgotten since (`unsettled`).
+        self._open: list[int] | None = None
+        self._reopened: list[int] = []
+
+    def note(self, name: str, plan: tuple[Key, list[Task]] | None) -> None:
+        """The plan on node `name` (None: none there)."""
+        self.by_node[name] = plan
+        if plan is not None:
+            self.planned.add(name)
 
     def unsettled(self, node_list: list[Node]) -> list[Node]:
         """The nodes of `node_list` (all of the session's, in order) not known to have
         no plan. The list is kept from call to call: a preemptor alike walks only what
         is still open, not every node of a full cluster again."""
+        positions: Iterable[int]
         if self._open is None:
-            nodes = node_list
+            positions = range(len(node_list))
         elif self._reopened:
-            merged = {n.position: n for n in self._open}
-            merged.update((n.position, n) for n in self._reopened)
-            nodes = [merged[position] for position in sorted(merged)]
+            positions = sorted(set(self._open).union(self._reopened))
         else:
-            nodes = self._open
+            positions = self._open
         self._reopened = []
         by_node = self.by_node
-        self._open = [n for n in nodes if by_node.get(n.name, n) is not None]
-        return self._open
+        nodes = [n for n in map(node_list.__getitem__, positions)
+                 if by_node.get(n.name, n) is not None]
+        self._open = [n.position for n in nodes]
+        return nodes
 
     def settle(self) -> None:
-        """Drop the session's node list (see `PlanMemo.settle`)."""
-        self._open = None
-        self._reopened = []
+        """Keep only what holds of no plan (see `PlanMemo.settle`)."""
+        by_node = self.by_node
+        for name in self.planned:
+            if by_node.get(name) is not None:
+                del by_node[name]
+        self.planned = set()
 
     def forget(self, node: Node) -> None:
         """What was learnt of `node` no longer holds: it changed."""
@@ -377,7 +392,7 @@ class Plans:
         if self.roomy is not None:
             self.roomy.add(node.position)
         if self._open is not None:
-            self._reopened.append(node)
+            self._reopened.append(node.position)
 
     def roomy_in_order(self, node_list: list[Node]) -> Iterable[Node]:
         """The nodes of `node_list` (all of the session's, in order) that may have room
@@ -429,8 +444,6 @@ class PlanMemo:
         self.still = self.unchanged()
         self.log = None
         for plans in self.plans.values():
-            plans.by_node = {name: None for name, plan in plans.by_node.items()
-                             if plan is None}
             plans.settle()
 
     def carry(self, session: Session, kept: PlanMemo) -> None:
@@ -445,14 +458,12 @@ class PlanMemo:
                 names.update(t.node_name for t in job.tasks.values() if t.node_name)
         stale, touched = _stale(session, names)
         touched.update(snapshot.changed_jobs)
-        for key, old in kept.plans.items():
-            if old.clocked:
+        for key, plans in kept.plans.items():
+            if plans.clocked:
                 continue
-            plans = self.plans[key] = Plans()
-            plans.by_node = {name: None for name, plan in old.by_node.items()
-                             if plan is None}
-            plans.roomy = None if old.roomy is None else set(old.roomy)
-            plans.refused = old.refused - touched
+            # (taken over, not copied: `kept` is done with)
+            self.plans[key] = plans
+            plans.refused.difference_update(touched)
             for node in stale:
                 plans.forget(node)
 
