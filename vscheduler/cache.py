@@ -40,9 +40,10 @@ KEPT_IDLE_SESSIONS = 20
 class Snapshot:
     """What one session sees: its own copies of jobs and nodes, in a fixed order."""
 
-    __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "hypernodes", "jobs",
-                 "kept", "namespaces", "node_specs", "nodes", "priority_classes", "queues",
-                 "restated", "serial", "skipped", "topology_key", "waiting", "warnings")
+    __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "closed", "dirty_jobs",
+                 "hypernodes", "jobs", "kept", "namespaces", "node_specs", "nodes",
+                 "priority_classes", "queues", "restated", "revisit", "serial", "skipped",
+                 "topology_key", "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -86,6 +87,15 @@ class Snapshot:
         # uids of the jobs that wait for something, in order: not admitted yet, or with
         # pods pending. The actions look at these only (Session.waiting_jobs).
         self.waiting: list[str] = []
+        # uids the next snapshot looks at again whatever changes: jobs left out (their
+        # pods' reasons are given anew) or held only; and the jobs its session closed
+        # (whose phase and conditions the session set on its copies).
+        self.revisit: set[str] = set()
+        self.closed: list[str] = []
+        # The uids of the jobs marked dirty since the snapshot was taken (its copies
+        # note themselves there: `Job.watch`), with perhaps some of the cache's; None
+        # when its copies note nothing (a snapshot not handed on).
+        self.dirty_jobs: set[str] | None = None
         # What plugins keep from one session to the next, by a key of their own (the
         # cache's dict, handed to every snapshot; see `vscheduler.tally`).
         self.kept: dict[str, object] = {}
@@ -123,6 +133,13 @@ class Cache:
         self.generation = 0
         self._serial = 0  # the number of the last snapshot (see Snapshot.serial)
         self.kept: dict[str, object] = {}  # see Snapshot.kept
+        # The uids of jobs and names of nodes that changed since the last snapshot, in
+        # the cache or in the session over it: each job and node, the cache's and the
+        # copies handed out, notes itself here when marked dirty (`Job.watch`), and the
+        # cache notes what it adds, deletes or restates. The next snapshot visits these
+        # only (`snapshot`).
+        self._job_watch: set[str] = set()
+        self._node_watch: set[str] = set()
 
     # ---------------------------------------------------------------- nodes
 
@@ -133,6 +150,8 @@ class Cache:
         self.generation += 1
         self.node_specs += 1
         node = Node(spec.name, spec.allocatable, spec.labels, spec.taints, spec.unschedulable)
+        node.watch = self._node_watch
+        self._node_watch.add(spec.name)
         tasks = [t for t, _ in old.tasks.values()] if old else []
         tasks += self._orphans.pop(spec.name, {}).values()
         for task in tasks:
@@ -142,6 +161,7 @@ class Cache:
     def delete_node(self, name: str) -> None:
         self.generation += 1
         self.node_specs += 1
+        self._node_watch.add(name)
         node = self.nodes.pop(name, None)
         if node is not None and node.tasks:
             self._orphans[name] = {t.key: t for t, _ in node.tasks.values()}
@@ -185,6 +205,7 @@ class Cache:
             job.remove_task(task)
             if job.bare or (not job.tasks and job.uid not in self.podgroups):
                 del self.jobs[job.uid]
+                self._job_watch.add(job.uid)
 
     def _charge(self, task: Task) -> None:
         if not task.node_name or task.status & (S.SUCCEEDED | S.FAILED):
@@ -218,9 +239,9 @@ class Cache:
             uid = f"{pod.namespace}/{parsed.group}"
             job = self.jobs.get(uid)
             if job is None:  # its PodGroup is not here yet: a job of defaults until it is
-                job = Job(PodGroupSpec(pod.namespace, parsed.group, creation=pod.creation),
-                          self.default_queue)
-                self.jobs[uid] = job
+                job = self._adopt(Job(PodGroupSpec(pod.namespace, parsed.group,
+                                                   creation=pod.creation),
+                                      self.default_queue))
             return job
         # A pod of ours without a group: a job of one.
         queue = pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue
@@ -231,7 +252,12 @@ class Cache:
             annotations=pod.annotations,
             network_topology=read_pod_network_topology(pod.annotations),
             phase="Pending" if parsed.status == S.PENDING else "Running")
-        job = Job(spec, queue, bare=True)
+        return self._adopt(Job(spec, queue, bare=True))
+
+    def _adopt(self, job: Job) -> Job:
+        """Take a new job in, noted for the next snapshot (see `_job_watch`)."""
+        job.watch = self._job_watch
+        self._job_watch.add(job.uid)
         self.jobs[job.uid] = job
         return job
 
@@ -245,8 +271,9 @@ class Cache:
         self._status_counts[uid] = spec.counts
         queue = spec.queue or self.default_queue
         job = self.jobs.get(uid)
+        self._job_watch.add(uid)  # (a status alone too: the copy handed on takes it)
         if job is None:
-            self.jobs[uid] = Job(spec, queue)
+            self._adopt(Job(spec, queue))
             return
         # The job keeps its tasks and takes the new spec, with the status it says. A
         # change of status alone (our own write, seen again by the watch) leaves the last
@@ -263,6 +290,7 @@ class Cache:
 
     def delete_podgroup(self, uid: str) -> None:
         self.generation += 1
+        self._job_watch.add(uid)  # (its job is held only, or gone)
         self.podgroups.pop(uid, None)
         self._status_counts.pop(uid, None)
         job = self.jobs.get(uid)
@@ -375,6 +403,7 @@ class Cache:
         job = self.jobs.get(uid)
         if job is None:
             return False
+        self._job_watch.add(uid)  # (the copy handed on takes the cache's status)
         counts = (job.count(S.RUNNING), job.count(S.SUCCEEDED), job.count(S.FAILED))
         counted = self._status_counts.get(uid, counts) == counts
         if uid in self._status_counts:
@@ -396,56 +425,87 @@ class Cache:
     def has_work(self) -> bool:
         """Whether a session could decide anything: a PodGroup waits for admission or a
         pod of ours waits for a node. (Without either, actions have nothing to do, and
-        the statuses a session writes only change when the cache does.)"""
-        return any(job.waits() for job in self.jobs.values())
+        the statuses a session writes only change when the cache does.) After a
+        snapshot, only the jobs that waited then, were left out or changed since can."""
+        previous, jobs = self._previous, self.jobs
+        if previous is None:
+            return any(job.waits() for job in jobs.values())
+        uids = self._job_watch.union(previous.waiting, previous.revisit)
+        return any(job.waits() for job in map(jobs.get, uids) if job is not None)
 
     def snapshot(self, reuse: bool = True) -> Snapshot:
         """The jobs and nodes a session may change, copied from the cache.
 
-        Copy-on-write across sessions (see `_CopyOnWrite`): a snapshot costs what changed
-        plus one pass over the names. The last session must have ended: this takes the
-        last snapshot apart. `reuse=False` copies everything and leaves what the next
+        Copy-on-write across sessions (see `_CopyOnWrite`): a snapshot costs what changed.
+        Only the jobs and nodes noted as changed since the last snapshot (`_job_watch`,
+        `_node_watch`) and the jobs it must look at again (`Snapshot.revisit`, those that
+        waited, those closed) are visited; the others' copies are handed on as they
+        are. Every job is visited when queues or PriorityClasses changed, every node
+        when a node's spec did. The last session must have ended: this takes the last
+        snapshot apart. `reuse=False` copies everything and leaves what the next
         snapshot reuses alone (tests compare the two)."""
         queues = self._session_queues()
+        priority_classes = dict(self.priority_classes)
         # The last snapshot is taken apart as this one is built, so that what is not
         # handed on is freed along the way, not held until the end.
         previous, self._previous = (self._previous, None) if reuse else (None, self._previous)
         base = previous.serial if previous is not None else 0
         # (a copy handed on waits as it did: its tasks and phase are those it had)
         waited = set(previous.waiting) if previous is not None else set()
-        copies = _CopyOnWrite(previous, self._task_clones if reuse else {})
+        job_visits: set[str] | None = None
+        node_visits: set[str] | None = None
+        if previous is not None:
+            if (_same_values(previous.queues, queues)
+                    and _same_values(previous.priority_classes, priority_classes)):
+                job_visits = self._job_watch.union(waited, previous.revisit, previous.closed)
+            if previous.node_specs == self.node_specs:
+                node_visits = set(self._node_watch)
+        if reuse:
+            self._job_watch.clear()
+            self._node_watch.clear()
+        copies = _CopyOnWrite(previous, self._task_clones if reuse else {},
+                              self._job_watch if reuse else None,
+                              self._node_watch if reuse else None)
+        previous_nodes = previous.nodes if previous is not None else {}
         del previous
-        waiting: list[str] = []
-        default_priority = self._default_job_priority()
-        jobs: dict[str, Job] = {}
-        skipped: dict[str, tuple[Task, str]] = {}
-        warnings: list[tuple[str, str, str]] = []
-        for uid in sorted(self.jobs):
-            job = self.jobs[uid]
-            held_only = not job.bare and uid not in self.podgroups
-            if self._left_out(job, held_only, queues, skipped, warnings):
-                continue
-            clone, fresh = copies.job(job, held_only)
-            if reuse:
-                job.dirty = False
-            priority = self._job_priority(job, default_priority)
-            if not fresh and clone.priority != priority:
-                # A PriorityClass changed under a copy handed on: what sessions kept
-                # of the job (victim plans, say) must be thought again.
-                copies.changed_jobs.append(uid)
-            clone.priority = priority
-            jobs[uid] = clone
-            if clone.waits() if fresh else uid in waited:
-                waiting.append(uid)
-        copies.drop_old_jobs()
-        nodes: dict[str, Node] = {}
-        for name, node in self.nodes.items():
-            nodes[name] = copies.node(node)
-            if reuse:
+        visit = _JobVisit(self, queues, copies, reuse, waited)
+        if job_visits is None:
+            jobs = {}
+            for uid in sorted(self.jobs):
+                clone = visit.job(uid)
+                if clone is not None:
+                    jobs[uid] = clone
+            copies.drop_old_jobs()
+        else:
+            jobs = dict(copies.old_jobs)
+            added = False
+            for uid in sorted(job_visits):
+                clone = visit.job(uid)
+                if clone is None:
+                    jobs.pop(uid, None)
+                else:
+                    added = added or uid not in jobs
+                    jobs[uid] = clone
+            copies.drop_old_jobs(job_visits)
+            if added:  # (in uid order, as every snapshot's)
+                jobs = dict(sorted(jobs.items()))
+        if node_visits is None:
+            nodes: dict[str, Node] = {}
+            for name, node in self.nodes.items():
+                nodes[name] = copies.node(node)
+                if reuse:
+                    node.dirty = False
+        else:
+            nodes = dict(previous_nodes)
+            for name in node_visits:
+                node = self.nodes[name]
+                nodes[name] = copies.node(node)
                 node.dirty = False
+            copies.old_nodes = {}
+        del previous_nodes
         copies.relink(nodes, self.tasks)
-        snapshot = Snapshot(jobs, nodes, queues, dict(self.priority_classes), skipped,
-                            warnings, self.node_specs,
+        snapshot = Snapshot(jobs, nodes, queues, priority_classes, visit.skipped,
+                            visit.warnings, self.node_specs,
                             tuple(self.budgets[key] for key in sorted(self.budgets)))
         self._serial += 1
         snapshot.serial, snapshot.base = self._serial, base
@@ -462,8 +522,10 @@ class Cache:
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
         snapshot.restated = copies.restated
         snapshot.kept = self.kept
-        snapshot.waiting = waiting
+        snapshot.waiting = sorted(visit.waiting) if job_visits is not None else visit.waiting
+        snapshot.revisit = visit.revisit
         if reuse:
+            snapshot.dirty_jobs = self._job_watch
             self._previous = snapshot
         return snapshot
 
@@ -513,6 +575,59 @@ class Cache:
         return pc.value if pc else default
 
 
+def _same_values(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
+    """Whether two mappings hold the very same objects under the same keys."""
+    return old.keys() == new.keys() and all(old[k] is v for k, v in new.items())
+
+
+class _JobVisit:
+    """One snapshot's look at jobs, one uid at a time (`job`): what it copies or hands
+    on, and what it notes on the way (pods that wait outside the session, warnings,
+    the jobs that wait, those to look at again next time)."""
+
+    __slots__ = ("cache", "copies", "default_priority", "queues", "reuse", "revisit",
+                 "skipped", "waited", "waiting", "warnings")
+
+    def __init__(self, cache: Cache, queues: dict[str, Queue], copies: _CopyOnWrite,
+                 reuse: bool, waited: set[str]) -> None:
+        self.cache = cache
+        self.queues = queues
+        self.copies = copies
+        self.reuse = reuse
+        self.waited = waited
+        self.default_priority = cache._default_job_priority()
+        self.skipped: dict[str, tuple[Task, str]] = {}
+        self.warnings: list[tuple[str, str, str]] = []
+        self.waiting: list[str] = []
+        self.revisit: set[str] = set()
+
+    def job(self, uid: str) -> Job | None:
+        """The session's copy of job `uid`; None if it is gone or stays out."""
+        cache = self.cache
+        job = cache.jobs.get(uid)
+        if job is None:
+            return None
+        held_only = not job.bare and uid not in cache.podgroups
+        if held_only:
+            self.revisit.add(uid)
+        if cache._left_out(job, held_only, self.queues, self.skipped, self.warnings):
+            self.revisit.add(uid)
+            return None
+        copies = self.copies
+        clone, fresh = copies.job(job, held_only)
+        if self.reuse:
+            job.dirty = False
+        priority = cache._job_priority(job, self.default_priority)
+        if not fresh and clone.priority != priority:
+            # A PriorityClass changed under a copy handed on: what sessions kept
+            # of the job (victim plans, say) must be thought again.
+            copies.changed_jobs.append(uid)
+        clone.priority = priority
+        if clone.waits() if fresh else uid in self.waited:
+            self.waiting.append(uid)
+        return clone
+
+
 class _CopyOnWrite:
     """One snapshot's copies, made from the last snapshot's where it can.
 
@@ -523,13 +638,17 @@ class _CopyOnWrite:
     copies of the jobs handed out, and `moved` notes the task copies made or dropped,
     whose nodes must point at the right copy (`relink`)."""
 
-    __slots__ = ("changed_jobs", "changed_nodes", "clones", "moved", "old_jobs", "old_nodes",
-                 "restated")
+    __slots__ = ("changed_jobs", "changed_nodes", "clones", "job_watch", "moved", "node_watch",
+                 "old_jobs", "old_nodes", "restated")
 
-    def __init__(self, previous: Snapshot | None, clones: dict[str, Task]) -> None:
+    def __init__(self, previous: Snapshot | None, clones: dict[str, Task],
+                 job_watch: set[str] | None, node_watch: set[str] | None) -> None:
         self.old_jobs = previous.jobs if previous else {}
         self.old_nodes = previous.nodes if previous else {}
         self.clones = clones
+        # where copies note themselves when a session marks them dirty (`Cache._job_watch`)
+        self.job_watch = job_watch
+        self.node_watch = node_watch
         self.moved: list[tuple[str, str]] = []  # (pod key, node) of task copies
         # uids of jobs and names of nodes copied anew or gone (Snapshot.changed_jobs)
         self.changed_jobs: list[str] = []
@@ -556,6 +675,7 @@ class _CopyOnWrite:
             self._drop(clone)
         self.changed_jobs.append(job.uid)
         clone = job.clone()
+        clone.watch = self.job_watch
         if held_only:
             clone.held_only = True
             for task in list(clone.tasks_in(S.PENDING)):
@@ -565,12 +685,16 @@ class _CopyOnWrite:
             self.moved.append((task.key, task.node_name))
         return clone, True
 
-    def drop_old_jobs(self) -> None:
-        """Forget the last snapshot's copies of jobs gone, or left out this time."""
-        for old in self.old_jobs.values():
-            self._drop(old)
-            self.changed_jobs.append(old.uid)
-        self.old_jobs.clear()
+    def drop_old_jobs(self, visited: set[str] | None = None) -> None:
+        """Forget the last snapshot's copies of jobs gone, or left out this time: those
+        not taken (of `visited` only, if given: the others were handed on as they are)."""
+        old_jobs = self.old_jobs
+        gone = list(old_jobs) if visited is None else sorted(
+            uid for uid in visited if uid in old_jobs)
+        for uid in gone:
+            self._drop(old_jobs[uid])
+            self.changed_jobs.append(uid)
+        old_jobs.clear()
 
     def _drop(self, old: Job) -> None:
         for task in old.tasks.values():
@@ -585,6 +709,7 @@ class _CopyOnWrite:
         if clone is None or clone.dirty or node.dirty:
             self.changed_nodes.append(node.name)
             clone = node.clone()
+            clone.watch = self.node_watch
             for key, (_, status) in node.tasks.items():
                 task = self.clones.get(key)
                 if task is not None:

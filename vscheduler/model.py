@@ -230,11 +230,11 @@ class Job:
 
     __slots__ = (
         "_by_status",
+        "_dirty",
         "_sub_groups",
         "allocated",
         "bare",
         "conditions",
-        "dirty",
         "fit_errors",
         "held_only",
         "memo",
@@ -244,11 +244,12 @@ class Job:
         "spec",
         "tasks",
         "uid",
+        "watch",
     )
     SHARED = ("bare", "held_only", "phase", "priority", "queue", "spec", "uid")
     COPIED: ClassVar[dict[str, _Copy]] = {"conditions": list}
-    REBUILT = ("_by_status", "_sub_groups", "allocated", "dirty", "fit_errors", "memo",
-               "tasks")
+    REBUILT = ("_by_status", "_dirty", "_sub_groups", "allocated", "fit_errors", "memo",
+               "tasks", "watch")
 
     def __init__(self, spec: PodGroupSpec, queue: str, *, bare: bool = False) -> None:
         self.spec = spec
@@ -265,10 +266,9 @@ class Job:
         self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
         self.fit_errors: dict[str, NodeFitErrors] = {}
-        # Changed since it was copied (or, in the cache, since the last snapshot): a
-        # snapshot copies it anew instead of handing on the last session's copy. Its
-        # conditions are left out: the snapshot gives the copy the cache's own.
-        self.dirty = True
+        # Where its uid goes when it is marked `dirty` (see there); None: nowhere.
+        self.watch: set[str] | None = None
+        self._dirty = True
         # What plugins derived from this copy at session open, by plugin. A snapshot
         # hands a copy on only if nothing changed it, so the next session's plugins may
         # reuse these instead of recounting every pod (see hookspecs, on_session_open).
@@ -318,6 +318,20 @@ class Job:
     @property
     def preemptable(self) -> bool:
         return self.spec.preemptable
+
+    @property
+    def dirty(self) -> bool:
+        """Changed since it was copied (or, in the cache, since the last snapshot): a
+        snapshot copies it anew instead of handing on the last session's copy. Its
+        conditions are left out: the snapshot gives the copy the cache's own. Marking it
+        notes its uid in `watch`, so that a snapshot visits what changed only."""
+        return self._dirty
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        self._dirty = value
+        if value and self.watch is not None:
+            self.watch.add(self.uid)
 
     # ---------------------------------------------------------------- tasks
 
@@ -540,6 +554,7 @@ class Job:
 
     def clone(self) -> Job:
         job = _copy_job(self)
+        job.watch = None
         job.tasks = {}
         job._by_status = {}
         job.allocated = Resource()
@@ -571,9 +586,9 @@ class Node:
     what tasks waiting for those releases have claimed."""
 
     __slots__ = (
+        "_dirty",
         "allocatable",
         "changes",
-        "dirty",
         "idle",
         "labels",
         "max_pods",
@@ -586,13 +601,14 @@ class Node:
         "tasks",
         "unschedulable",
         "used",
+        "watch",
     )
     # memo: derived from labels and allocatable, which never change for a Node object
     SHARED = ("allocatable", "labels", "max_pods", "memo", "name", "taints", "unschedulable")
     COPIED: ClassVar[dict[str, _Copy]] = {
         "idle": Resource.clone, "pipelined": Resource.clone, "releasing": Resource.clone,
         "tasks": dict, "used": Resource.clone}
-    REBUILT = ("changes", "dirty", "position")
+    REBUILT = ("_dirty", "changes", "position", "watch")
 
     def __init__(
         self,
@@ -618,13 +634,26 @@ class Node:
         # A session's log of changed nodes (names), so node searches can revisit only
         # the nodes that changed; None outside a session.
         self.changes: list[str] | None = None
-        # Changed since it was copied (or, in the cache, since the last snapshot).
-        self.dirty = True
+        # Where its name goes when it is marked `dirty` (see there); None: nowhere.
+        self.watch: set[str] | None = None
+        self._dirty = True
         # Where it stands in its session's node list (set by the session).
         self.position = 0
         # What plugins derived from the node's labels and allocatable, which never
         # change for a Node object (the cache makes a new one): shared by its copies.
         self.memo: dict[str, Any] = {}
+
+    @property
+    def dirty(self) -> bool:
+        """Changed since it was copied (or, in the cache, since the last snapshot).
+        Marking it notes its name in `watch` (see `Job.dirty`)."""
+        return self._dirty
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        self._dirty = value
+        if value and self.watch is not None:
+            self.watch.add(self.name)
 
     def future_idle(self) -> Resource:
         """What will be free once releasing pods are gone and pipelined ones placed."""
@@ -708,6 +737,7 @@ class Node:
 
     def clone(self) -> Node:
         node = _copy_node(self)
+        node.watch = None
         node.changes = None
         node.dirty = False
         node.position = 0

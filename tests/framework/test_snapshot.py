@@ -89,9 +89,12 @@ def _simulation(objects: list[dict[str, Any]], conf_name: str, cache: type[Cache
     return simulation
 
 
-CHANGES = ("delete-pod", "readd-pod", "delete-node", "readd-node", "delete-podgroup",
-           "readd-podgroup", "echo-podgroup", "delete-queue", "readd-queue", "unbind",
+CHANGES = ("delete-pod", "readd-pod", "delete-node", "readd-node", "relabel-node",
+           "delete-podgroup", "readd-podgroup", "echo-podgroup", "delete-queue", "readd-queue",
+           "delete-priorityclass", "readd-priorityclass", "reprice-priorityclass", "unbind",
            "none")
+KINDS = {"pod": "Pod", "node": "Node", "podgroup": "PodGroup", "queue": "Queue",
+         "priorityclass": "PriorityClass"}
 
 
 def _written(obj: dict[str, Any], job: Job) -> dict[str, Any]:
@@ -115,8 +118,7 @@ def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(obj["kind"], []).append(obj)
-    name = kind.split("-", 1)[-1].capitalize().replace("group", "Group")
-    manifests = by_kind.get(name, [])
+    manifests = by_kind.get(KINDS.get(kind.split("-", 1)[-1], ""), [])
     if kind == "unbind":
         bound = sorted(k for k, t in cache.tasks.items() if t.node_name and t.job_id)
         if bound:
@@ -135,8 +137,15 @@ def _change(simulation: Simulation, objects: list[dict[str, Any]], kind: str,
         cache.delete_podgroup(key)
     elif kind == "delete-queue":
         cache.delete_queue(meta["name"])
+    elif kind == "delete-priorityclass":
+        cache.delete_priority_class(meta["name"])
     elif kind.startswith("readd-"):
         simulation._add(obj, float(pick))
+    elif kind == "reprice-priorityclass":
+        simulation._add({**obj, "value": obj["value"] + 7 * (pick + 1)}, float(pick))
+    elif kind == "relabel-node":
+        labels = {**meta.get("labels", {}), "changed": str(pick)}
+        simulation._add({**obj, "metadata": {**meta, "labels": labels}}, float(pick))
     elif kind == "echo-podgroup" and key in cache.jobs and key in cache.podgroups:
         # (read as when first read: its creation is the order of an object without one)
         simulation._add(_written(obj, cache.jobs[key]), cache.podgroups[key].creation)
@@ -444,3 +453,50 @@ def test_sessions_after_the_first_update_their_sums_and_recount_none(monkeypatch
         churn(simulation, spec, rng, number)
         simulation.step()
     assert recounts == []
+
+
+def _running(name: str, size: int, node: str) -> list[dict[str, Any]]:
+    """A gang admitted and running on `node`, its PodGroup without conditions."""
+    return [b.podgroup(name, size, phase="Running"),
+            *(b.pod(f"{name}-{i}", group=name, node_name=node, phase="Running")
+              for i in range(size))]
+
+
+def test_a_snapshot_visits_what_changed_only_and_a_job_closed_without_a_write():
+    """A running gang is closed by a session run without writing its status back (the
+    session's copy got its Scheduled condition; the cache did not): the next snapshot
+    looks at it again and gives the copy the cache's conditions, as a full copy does.
+    A job and nodes that nothing changed are not looked at."""
+    simulation = _simulation([b.node("n1", cpu="2"), b.node("n2", cpu="2"),
+                              *_running("run", 2, "n1"), *_running("idle", 1, "n2")],
+                             "default", _CheckedCache)
+    cache = simulation.cache
+    session = Session(cache.snapshot(), simulation.conf)
+    session.run()
+    assert [c.type for c in session.jobs["default/run"].conditions] == ["Scheduled"]
+    assert cache.jobs["default/run"].conditions == []
+    looked_at: list[str] = []
+    cache._left_out = lambda job, *args, left_out=cache._left_out: (
+        looked_at.append(job.uid) or left_out(job, *args))
+    # (the checked cache compares it with a full copy: the conditions are the cache's)
+    snapshot = cache.snapshot()
+    assert snapshot.jobs["default/run"].conditions == []
+    assert snapshot.restated == ["default/idle", "default/run"]
+    session = Session(snapshot, simulation.conf)
+    session.run()
+    cache.__class__ = Cache  # (from here on, what one snapshot looks at is counted)
+    closed = {uid: list(session.jobs[uid].conditions) for uid in session.result.visited_jobs}
+    looked_at.clear()
+    cache.snapshot()
+    assert looked_at == sorted(closed) == ["default/idle", "default/run"]
+    for _ in range(2):
+        for uid, conditions in closed.items():  # (as the scheduler writes them)
+            cache.set_podgroup_status(uid, "Running", conditions)
+        session = Session(cache.snapshot(), simulation.conf)
+        session.run()
+        closed = {uid: list(session.jobs[uid].conditions)
+                  for uid in session.result.visited_jobs}
+    assert closed == {}
+    looked_at.clear()
+    snapshot = cache.snapshot()
+    assert looked_at == [] and snapshot.changed_nodes == [] and snapshot.changed_jobs == []

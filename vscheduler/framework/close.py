@@ -126,7 +126,10 @@ def _candidates(session: Session) -> list[Job] | None:
     uids.update(snapshot.restated)
     uids.update(snapshot.waiting)
     uids.update(last.unsettled)
-    uids.update(uid for uid, job in jobs.items() if job.dirty)
+    if snapshot.dirty_jobs is not None:
+        uids.update(snapshot.dirty_jobs)
+    else:
+        uids.update(uid for uid, job in jobs.items() if job.dirty)
     return [jobs[uid] for uid in sorted(uids) if uid in jobs]
 
 
@@ -166,7 +169,7 @@ def _sort_jobs(session: Session) -> list[Job]:
                 allocated.sub(held.amount(job.uid, 0))
                 add_held_for_good(allocated, job)
     _count_in_ancestors(session, queues)
-    result.visited_jobs = [job.uid for job in visit]
+    result.visited_jobs = session.snapshot.closed = [job.uid for job in visit]
     # every PodGroup's phase and conditions, read when asked (see SessionResult)
     result.podgroup_jobs = session.jobs
     return visit
