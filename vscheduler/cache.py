@@ -299,6 +299,12 @@ class Cache:
 
     def add_queue(self, queue: Queue) -> None:
         self.generation += 1
+        known = self.queues.get(queue.name)
+        if known is not None and known.same_but_status(queue):
+            # (the same object kept: snapshots compare queues by identity, and a new one
+            # would make the next visit every job)
+            known.status_allocated = queue.status_allocated
+            return
         self.queues[queue.name] = queue
 
     def delete_queue(self, name: str) -> None:
@@ -307,6 +313,10 @@ class Cache:
 
     def add_priority_class(self, pc: PriorityClass) -> None:
         self.generation += 1
+        known = self.priority_classes.get(pc.name)
+        if known is not None and (known.value, known.global_default) == (
+                pc.value, pc.global_default):
+            return  # (read again as it was: the same object, see `add_queue`)
         self.priority_classes[pc.name] = pc
 
     def delete_priority_class(self, name: str) -> None:
@@ -436,7 +446,8 @@ class Cache:
     def snapshot(self, reuse: bool = True) -> Snapshot:
         """The jobs and nodes a session may change, copied from the cache.
 
-        Copy-on-write across sessions (see `_CopyOnWrite`): a snapshot costs what changed.
+        Copy-on-write across sessions (see `_CopyOnWrite`): a snapshot costs what changed
+        (a queue or PriorityClass read again unchanged keeps its object: `add_queue`).
         Only the jobs and nodes noted as changed since the last snapshot (`_job_watch`,
         `_node_watch`) and the jobs it must look at again (`Snapshot.revisit`, those that
         waited, those closed) are visited; the others' copies are handed on as they
@@ -497,7 +508,7 @@ class Cache:
                     node.dirty = False
         else:
             nodes = dict(previous_nodes)
-            for name in node_visits:
+            for name in sorted(node_visits):  # (an order that is the same run after run)
                 node = self.nodes[name]
                 nodes[name] = copies.node(node)
                 node.dirty = False

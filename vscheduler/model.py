@@ -810,6 +810,12 @@ class Queue:
     def uid(self) -> str:
         return self.name
 
+    def same_but_status(self, other: Queue) -> bool:
+        """Whether `other` reads the same but for its status (which sessions do not read:
+        our own write of it, seen again by the watch, changes nothing a session sees)."""
+        return all(getattr(self, name) == getattr(other, name)
+                   for name in self.__slots__ if name != "status_allocated")
+
     def is_open(self) -> bool:
         """Open, or without a state at all (no queue controller runs beside us)."""
         return self.state in ("Open", "")

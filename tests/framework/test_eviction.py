@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +18,8 @@ from tests.builders import gang, load_cache, node, pod, podgroup, queue
 from vscheduler.conf import PluginOption, SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.eviction import (
+    PlanMemo,
+    Plans,
     Scope,
     VictimPolicy,
     evict_for,
@@ -396,3 +399,19 @@ def test_a_budget_counts_the_evictions_the_session_already_made(order) -> None:
             if t.status == S.RELEASING]
     assert len(gone) == 2
     assert sum(1 for name in gone if name.startswith("a")) <= 1
+
+
+def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan():
+    """A session that failed before its end never settled its victim plans: the next
+    session takes over only what holds of no plan, not plans naming the old tasks."""
+    kept = PlanMemo.__new__(PlanMemo)
+    plans = Plans()
+    plans.note("n1", ((1.0, 0.0, 0.0), []))
+    plans.note("n2", None)
+    kept.plans = {("policy",): plans}
+    session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
+                              jobs={}, nodes={})
+    memo = PlanMemo.__new__(PlanMemo)
+    memo.plans = {}
+    memo.carry(session, kept)
+    assert memo.plans[("policy",)].by_node == {"n2": None}

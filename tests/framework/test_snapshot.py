@@ -500,3 +500,35 @@ def test_a_snapshot_visits_what_changed_only_and_a_job_closed_without_a_write():
     looked_at.clear()
     snapshot = cache.snapshot()
     assert looked_at == [] and snapshot.changed_nodes == [] and snapshot.changed_jobs == []
+
+
+def test_a_queue_or_priority_class_read_again_unchanged_leaves_the_snapshot_its_visits():
+    """The watch brings back our own write of a queue's status (a new object, the same
+    spec): the queue keeps its object, with the new status, and the next snapshot
+    visits nothing; a queue whose weight changed, or a PriorityClass of a new value,
+    makes it visit every job, as a full copy would."""
+    simulation = _simulation([b.node("n1", cpu="4"), b.queue("q", weight=1),
+                              b.priority_class("high", 100),
+                              *_running("a", 1, "n1"), *_running("b", 1, "n1")],
+                             "default", Cache)
+    simulation.run(2)
+    cache = simulation.cache
+    looked_at: list[str] = []
+    cache._left_out = lambda job, *args, left_out=cache._left_out: (
+        looked_at.append(job.uid) or left_out(job, *args))
+    cache.snapshot()
+    looked_at.clear()
+    queue = cache.queues["q"]
+    simulation._add(b.queue("q", weight=1) | {"status": {"allocated": {"cpu": "2"}}}, 1.0)
+    simulation._add(b.priority_class("high", 100), 1.0)
+    cache.snapshot()
+    assert cache.queues["q"] is queue and queue.status_allocated == {"cpu": "2"}
+    assert looked_at == []
+    simulation._add(b.priority_class("high", 101), 1.0)
+    cache.snapshot()
+    assert looked_at == ["default/a", "default/b"]
+    looked_at.clear()
+    simulation._add(b.queue("q", weight=2), 1.0)
+    cache.snapshot()
+    assert cache.queues["q"].weight == 2
+    assert looked_at == ["default/a", "default/b"]

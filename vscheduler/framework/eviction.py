@@ -263,6 +263,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
             memo.note(node.name, plan)
         else:  # the queue's room was asked: the answer may change with no change here
             memo.by_node.pop(node.name, None)
+            memo.planned.discard(node.name)
         return plan
 
     scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo)))
@@ -336,8 +337,9 @@ class Plans:
     the nodes stay as they are: a refusal holds; an approval is asked again.)
 
     Carried into the next session (`PlanMemo.carry`), it keeps only what it knows of
-    no plan: all of it is kept by node position or name, none by session objects, so
-    that carrying costs what changed, not a pass over a full cluster's nodes."""
+    no plan (`settle` drops the plans): all of it is kept by node position or name,
+    none by session objects, so that carrying costs what changed, not a pass over a
+    full cluster's nodes."""
 
     __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused", "roomy")
 
@@ -461,7 +463,9 @@ class PlanMemo:
         for key, plans in kept.plans.items():
             if plans.clocked:
                 continue
-            # (taken over, not copied: `kept` is done with)
+            # (taken over, not copied: `kept` is done with; settled again in case its
+            # session ended without `settle`, a failed one, say)
+            plans.settle()
             self.plans[key] = plans
             plans.refused.difference_update(touched)
             for node in stale:

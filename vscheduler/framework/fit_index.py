@@ -116,7 +116,8 @@ class FitIndex:
     def lacking(self, session: Session, request: Resource) -> tuple[dict[str, Unfit],
                                                                      dict[str, int]]:
         """Node name -> the refusal of each node without room for `request` (an
-        `insufficient` resource), and how many nodes each reason refuses. Read-only."""
+        `insufficient` resource), and how many nodes each reason refuses; for the caller
+        to read, not change (the shape is made if new, as `fitting` makes it)."""
         self.fitting(session, request)
         shape = self.shapes[request.key()]
         return shape.lacking, shape.counts
