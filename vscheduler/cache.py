@@ -533,7 +533,7 @@ class Cache:
         snapshot.changed_jobs, snapshot.changed_nodes = copies.changed_jobs, copies.changed_nodes
         snapshot.restated = copies.restated
         snapshot.kept = self.kept
-        snapshot.waiting = sorted(visit.waiting) if job_visits is not None else visit.waiting
+        snapshot.waiting = visit.waiting  # (visited in uid order)
         snapshot.revisit = visit.revisit
         if reuse:
             snapshot.dirty_jobs = self._job_watch

@@ -123,30 +123,17 @@ class NodeFitErrors:
             for reason in verdicts.nodes.pop(node).reasons:
                 counts[reason] -= 1
 
-    def fill(self, base: Mapping[str, Unfit], counts: Mapping[str, int],
-             overrides: Iterable[tuple[str, Unfit]] = ()) -> None:
-        """Give every node of `base` without a verdict its refusal there, or the one
-        `overrides` names for it (`counts`: how many nodes of `base` each reason
-        refuses): one copy of `base`, not a verdict at a time. The verdicts held keep
-        theirs."""
+    def fill(self, base: NodeFitErrors, overrides: Iterable[tuple[str, Unfit]] = ()) -> None:
+        """Give every node `base` refuses that has no verdict here its refusal there, or
+        the one `overrides` names for it: one copy of `base`'s verdicts and counts, not a
+        verdict at a time. The verdicts held keep theirs."""
         held = self._verdicts.nodes
-        nodes, tally = dict(base), dict(counts)
-
-        def put(node: str, unfit: Unfit) -> None:
-            old = nodes.get(node)
-            if old is not None:
-                for reason in old.reasons:
-                    tally[reason] -= 1
-            nodes[node] = unfit
-            for reason in unfit.reasons:
-                tally[reason] = tally.get(reason, 0) + 1
-
+        self._verdicts = _Verdicts(dict(base._verdicts.nodes), dict(base._verdicts.counts))
         for node, unfit in overrides:
             if node not in held:
-                put(node, unfit)
+                self.set(node, unfit)
         for node, unfit in held.items():
-            put(node, unfit)
-        self._verdicts = _Verdicts(nodes, tally)
+            self.set(node, unfit)
 
     def copy(self) -> NodeFitErrors:
         """A copy that later changes to this one do not reach (nor its changes this

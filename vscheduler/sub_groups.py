@@ -92,8 +92,10 @@ def group_tasks(policies: Iterable[SubGroupPolicy], tasks: Iterable[Task]
             values = _values(policy, labels)
             if values is None:
                 continue
-            group = SubGroup(policy, values)
-            group = groups.setdefault(group.key, group)
+            group = groups.get((policy.name, values))
+            if group is None:
+                group = SubGroup(policy, values)
+                groups[group.key] = group
             group.tasks.append(task)
             break
     for group in groups.values():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -59,11 +59,12 @@ def assert_index_recounts(simulation: Simulation) -> None:
         fitting = set(index.fitting(session, shape.request))
         assert fitting == {node.position for node in session.node_list
                            if node.insufficient_future(shape.request) is None}
-        lacking, counts = index.lacking(session, shape.request)
-        assert lacking == {node.name: insufficient(node.insufficient_future(shape.request))
-                           for node in session.node_list if node.position not in fitting}
-        assert {r: n for r, n in counts.items() if n} == Counter(
-            unfit.reasons[0] for unfit in lacking.values())
+        lacking, recounted = index.lacking(session, shape.request), NodeFitErrors()
+        for each in session.node_list:
+            if each.position not in fitting:
+                recounted.set(each.name, insufficient(each.insufficient_future(shape.request)))
+        assert dict(lacking.nodes) == dict(recounted.nodes)
+        assert lacking.message() == recounted.message()  # (the counts by reason)
 
 
 samplings = st.builds(NodeSampling, minimum_feasible=st.integers(1, 12),
@@ -168,8 +169,8 @@ def test_a_static_refusal_is_not_asked_again_until_its_node_changes():
 def test_a_pod_that_fits_nowhere_is_explained_from_the_index_without_a_verdict_a_node():
     """n0 has room but a plugin refuses it statically; n1 and n2 are full. The pod that
     fits nowhere is told of all three in every session; from the second on, its reasons
-    are the index's refusals and the kept static one, taken whole: no node's verdict is
-    written one by one."""
+    are the index's refusals and the kept static one, taken whole (`fill`): no node is
+    judged, nor its verdict written one by one by the search."""
     labels_refusal = Unfit("node(s) had the wrong labels", static=True)
     refusing = plugin("refusing", predicate=lambda self, task, node: (
         labels_refusal if node.name == "n0" else None),
@@ -181,14 +182,18 @@ def test_a_pod_that_fits_nowhere_is_explained_from_the_index_without_a_verdict_a
     conf = SchedulerConf(actions=[("allocate", Allocate, {})],
                          tiers=[[PluginOption("refusing", refusing, {}, {})]],
                          source="test", warnings=[])
-    written: list[str] = []
+    written: list[tuple[str, str]] = []  # (who wrote the verdict, node)
+
+    def set_verdict(self, name, unfit, set_=NodeFitErrors.set):
+        written.append((sys._getframe(1).f_code.co_name, name))
+        set_(self, name, unfit)
+
     reasons = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(NodeFitErrors, "set", lambda self, name, unfit, set_=NodeFitErrors.set:
-                      written.append(name) or set_(self, name, unfit))
+        patch.setattr(NodeFitErrors, "set", set_verdict)
         for _ in range(2):
             written.clear()
             reasons.append(Session(cache.snapshot(), conf).run().pending["default/g-0"])
     assert reasons[0] == reasons[1] == [
         "0/3 nodes are available: 1 node(s) had the wrong labels, 2 Insufficient cpu."]
-    assert written == []
+    assert written == [("fill", "n0")]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from vscheduler.fit import Unfit
+from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.placement import insufficient
 from vscheduler.model import Node
 from vscheduler.resources import Resource
@@ -62,30 +62,19 @@ class _Shape:
     def __init__(self, request: Resource, nodes: Iterable[Node], used: int) -> None:
         self.request = request
         self.used = used  # the serial of the last snapshot it was asked in
-        fitting = []
-        # node name -> the refusal of a node without room for it; reason -> such nodes
-        self.lacking: dict[str, Unfit] = {}
-        self.counts: dict[str, int] = {}
-        for node in nodes:
-            if self.judge(node):
-                fitting.append(node.position)
-        self.fitting = SortedList(fitting)  # positions of the nodes it fits on, ascending
+        # the refusal of every node without room for it, counted by reason
+        self.lacking = NodeFitErrors()
+        self.fitting = SortedList(  # positions of the nodes it fits on, ascending
+            node.position for node in nodes if self.judge(node))
 
     def judge(self, node: Node) -> bool:
         """Whether `node` has room for the request; its refusal noted if not."""
-        lacking, counts = self.lacking, self.counts
         short = node.insufficient_future(self.request)
-        old = lacking.get(node.name)
-        new = None if short is None else insufficient(short)
-        if old is not new:
-            if old is not None:
-                counts[old.reasons[0]] -= 1
-            if new is None:
-                del lacking[node.name]
-            else:
-                lacking[node.name] = new
-                counts[new.reasons[0]] = counts.get(new.reasons[0], 0) + 1
-        return new is None
+        if short is None:
+            self.lacking.forget(node.name)
+            return True
+        self.lacking.set(node.name, insufficient(short))
+        return False
 
 
 class FitIndex:
@@ -102,6 +91,15 @@ class FitIndex:
     def fitting(self, session: Session, request: Resource) -> SortedList:
         """The positions (in `session.node_list`) of the nodes that could take
         `request` once what is releasing is gone, ascending. Read-only."""
+        return self._shape(session, request).fitting
+
+    def lacking(self, session: Session, request: Resource) -> NodeFitErrors:
+        """The refusal of each node without room for `request` (an `insufficient`
+        resource), counted by reason. Read-only: `NodeFitErrors.fill` copies it."""
+        return self._shape(session, request).lacking
+
+    def _shape(self, session: Session, request: Resource) -> _Shape:
+        """What is kept for `request`'s shape, made if new, up to date with `session`."""
         self._catch_up(session)
         key = request.key()
         shape = self.shapes.get(key)
@@ -111,16 +109,7 @@ class FitIndex:
             shape = self.shapes[key] = _Shape(request.clone(), session.node_list,
                                               self.serial)
         shape.used = self.serial
-        return shape.fitting
-
-    def lacking(self, session: Session, request: Resource) -> tuple[dict[str, Unfit],
-                                                                     dict[str, int]]:
-        """Node name -> the refusal of each node without room for `request` (an
-        `insufficient` resource), and how many nodes each reason refuses; for the caller
-        to read, not change (the shape is made if new, as `fitting` makes it)."""
-        self.fitting(session, request)
-        shape = self.shapes[request.key()]
-        return shape.lacking, shape.counts
+        return shape
 
     def static_refusals(self, session: Session, signature: Hashable) -> dict[int, Unfit]:
         """Node position -> the static refusal of tasks of `signature` there (see

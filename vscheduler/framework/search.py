@@ -201,8 +201,7 @@ class NodeSearch:
         if self.fit_index is not None and entry.tried == len(nodes):
             # Every node was passed: those without room take the index's refusals in
             # one copy (a node refused statically keeps that refusal).
-            lacking, counts = self.fit_index.lacking(self.session, entry.task.resreq)
-            entry.errors.fill(lacking, counts, (
+            entry.errors.fill(self.fit_index.lacking(self.session, entry.task.resreq), (
                 (nodes[position].name, unfit) for position, unfit in refused.items()
                 if nodes[position].name not in key_of))
             verdicts = entry.errors.nodes
