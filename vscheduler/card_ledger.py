@@ -333,19 +333,43 @@ class CardLedger:
         return job.queue, self._job_cards(job).part()
 
     def _job_cards(self, job: Job) -> JobCards:
+        """What `job` counts (`JobCards`), in one pass over its placed tasks: each task's
+        charge (`charge`) summed in place, the cards of those placed for good beside
+        (`_placed_cards`). Run for every job of the cluster at the first open, so it
+        makes no resource per task."""
         facts = JobCards()
-        held, used, elastic = facts.held, facts.used, facts.elastic
         placed = sorted(job.tasks_in(ALLOCATED_STATUSES), key=_task_rank)
         admitted = holds_admission(job)
         if not (placed or admitted):
             return facts  # (holds nothing and is owed nothing: its minimum is not read)
+        held, used, elastic = facts.held, facts.used, facts.elastic
+        held_cards, used_cards, elastic_cards = held.scalars, used.scalars, elastic.scalars
+        placed_cards = facts.cards.scalars
+        known, unlimited, node_cards = self._tasks, self.unlimited, self.node_cards
+        spare_from = job.min_available
         for index, task in enumerate(placed):
-            charge = self.charge(task)
-            held.add(charge)
-            used.add(self.cluster_charge(task, charge))
-            if index >= job.min_available:
-                elastic.add(Resource(0.0, 0.0, charge.scalars))
-        facts.cards.scalars = self._placed_cards(job)
+            cards = known.get(task.uid)
+            if cards is None:
+                cards = self.task(task)
+            resreq = task.resreq
+            used.cpu += resreq.cpu
+            used.memory += resreq.memory
+            if not (unlimited and cards.uses_cards):
+                held.cpu += resreq.cpu
+                held.memory += resreq.memory
+            if cards.resource is None:
+                continue
+            node = node_cards.get(task.node_name)
+            card = node.by_resource.get(cards.resource) if node is not None else None
+            if card is None:
+                continue
+            amount = cards.amount
+            held_cards[card] = held_cards.get(card, 0.0) + amount
+            used_cards[card] = used_cards.get(card, 0.0) + amount
+            if index >= spare_from:
+                elastic_cards[card] = elastic_cards.get(card, 0.0) + amount
+            if task.status & PLACED_FOR_GOOD:
+                placed_cards[card] = placed_cards.get(card, 0.0) + amount
         need = self.minimum(job)[0]
         minimum = self.quota_view(need)
         # What a job holds beyond its minimum could be given back: it does not count

@@ -102,29 +102,41 @@ class Tally:
         if part is None:
             return
         key, amounts = part
-        if any(a is not None and _is_empty(a) for a in amounts):
-            # (nothing kept for an empty amount: most jobs of a busy cluster have
-            # several, and a part lives as long as its job)
-            amounts = tuple(None if a is None or _is_empty(a) else a for a in amounts)
-            part = (key, amounts)
-        self.parts[name] = part
         sums = self.sums.get(key)
         if sums is None:
             sums = self.sums[key] = [Resource() for _ in range(self.width)]
             self.named[key] = [{} for _ in range(self.width)]
             self.members[key] = 0
         self.members[key] += 1
-        for total, named, amount in zip(sums, self.named[key], amounts, strict=True):
+        named_per_amount = self.named[key]
+        kept: list[Resource | None] | None = None  # (a copy of amounts, once one is empty)
+        for index, amount in enumerate(amounts):
             if amount is None:
                 continue
-            total.add(amount)
-            new = False
-            for scalar in amount.scalars:
+            scalars = amount.scalars
+            if not (amount.cpu or amount.memory or scalars):
+                # (nothing kept for an empty amount, with no cpu, memory nor scalar
+                # named, at zero too: see `named`; most jobs of a busy cluster have
+                # several, and a part lives as long as its job)
+                if kept is None:
+                    kept = list(amounts)
+                kept[index] = None
+                continue
+            total = sums[index]
+            total.cpu += amount.cpu
+            total.memory += amount.memory
+            if not scalars:
+                continue
+            named, into, new = named_per_amount[index], total.scalars, False
+            for scalar, value in scalars.items():
+                into[scalar] = into.get(scalar, 0) + value
                 count = named.get(scalar, 0)
                 named[scalar] = count + 1
-                new = new or not count
+                if not count:
+                    new = True
             if new:
-                total.scalars = dict(sorted(total.scalars.items()))
+                total.scalars = dict(sorted(into.items()))
+        self.parts[name] = part if kept is None else (key, tuple(kept))
 
     def _take(self, part: Part) -> None:
         key, amounts = part
@@ -148,11 +160,6 @@ class Tally:
         fresh = Tally(self.over, self.token, self.width, self.count)
         fresh.recount(objects)
         return fresh
-
-
-def _is_empty(amount: Resource) -> bool:
-    """No cpu, memory nor scalar named (a scalar at zero counts: see `Tally.named`)."""
-    return not (amount.cpu or amount.memory or amount.scalars)
 
 
 def kept_tally(snapshot: Any, name: str, token: Hashable, width: int,
