@@ -36,6 +36,7 @@ from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any, Literal
 
 from vscheduler.census import ANTI
+from vscheduler.framework.fit_index import fit_index
 from vscheduler.framework.placement import (
     best_first,
     eviction_candidates,
@@ -198,7 +199,7 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     # With no eviction the queue's room is the same on every node: asked once.
     queue_full = policy.queue_must_fit and session.allocatable(
         session.queues[session.jobs[preemptor.job_id].queue], preemptor) is not None
-    if not queue_full and _take_room(session, statement, policy, preemptor, memo):
+    if not queue_full and _take_room(session, statement, policy, preemptor):
         return True
     found, capped = _plans_in_line(session, policy, preemptor, memo), False
     for node, victims in found:
@@ -216,29 +217,29 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
 
 
 def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
-               preemptor: Task, memo: Plans) -> bool:
+               preemptor: Task) -> bool:
     """Pipeline `preemptor` onto a node whose future idle fits it, with no eviction
-    (best scored first, or in node order); else remember that no node had such room."""
+    (best scored first, or in node order). The fit index (`FitIndex.fitting`) names
+    those nodes: in a full cluster, none, without a look at each."""
     req = preemptor.resreq
     within = policy.within
-    roomy = memo.roomy_in_order(session.node_list)
+    node_list = session.node_list
+    # (copied: the index follows the nodes as pods are pipelined)
+    roomy = [node_list[i] for i in fit_index(session).fitting(session, req)]
     if within is not None:
         roomy = [n for n in roomy if n.name in within]
-    if policy.idle_is_room:
-        pool = (n for n in roomy if n.insufficient_future(req) is None)
-    else:
+    pool: Iterable[Node] = roomy
+    if not policy.idle_is_room:
         eligible = _eligible(session, policy, preemptor)
         pool = (n for n in roomy
-                if n.insufficient_future(req) is None
-                and (n.insufficient_now(req) is not None
-                     or any(eligible(t) for t, _ in n.tasks.values())))
+                if n.insufficient_now(req) is not None
+                or any(eligible(t) for t, _ in n.tasks.values()))
     nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool)
     if policy.best_node_first:
         nodes = best_first(session, preemptor, list(nodes))
     for node in nodes:
         if _evict_and_pipeline(session, statement, policy, preemptor, node, []):
             return True
-    memo.found_no_room()
     return False
 
 
@@ -330,9 +331,8 @@ Key = tuple[float, float, float]
 
 class Plans:
     """What preemptors alike learnt of the nodes in a session: each node's plan (its
-    rank and victims; None: no plan there), which nodes may have room without any
-    eviction (`roomy`, by position in the node list; None: any may), each forgotten for
-    a node that changes, and the victim jobs that may not go whole (`refused`, by uid),
+    rank and victims; None: no plan there), forgotten for a node that changes, and the
+    victim jobs that may not go whole (`refused`, by uid),
     forgotten when a node holding one of their pods changes. (Offers do not grow while
     the nodes stay as they are: a refusal holds; an approval is asked again.)
 
@@ -341,12 +341,11 @@ class Plans:
     none by session objects, so that carrying costs what changed, not a pass over a
     full cluster's nodes."""
 
-    __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused", "roomy")
+    __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused")
 
     def __init__(self) -> None:
         self.by_node: dict[str, tuple[Key, list[Task]] | None] = {}
         self.planned: set[str] = set()  # the nodes `by_node` holds a plan for
-        self.roomy: set[int] | None = None
         self.refused: set[str] = set()
         # A pod was passed over for being younger than its minimum runtime: what was
         # learnt holds for this session's clock only (not carried: `PlanMemo.carry`).
@@ -391,21 +390,8 @@ class Plans:
     def forget(self, node: Node) -> None:
         """What was learnt of `node` no longer holds: it changed."""
         self.by_node.pop(node.name, None)
-        if self.roomy is not None:
-            self.roomy.add(node.position)
         if self._open is not None:
             self._reopened.append(node.position)
-
-    def roomy_in_order(self, node_list: list[Node]) -> Iterable[Node]:
-        """The nodes of `node_list` (all of the session's, in order) that may have room
-        without an eviction: only those that changed since none had, not all."""
-        roomy = self.roomy
-        return node_list if roomy is None else [node_list[i] for i in sorted(roomy)]
-
-    def found_no_room(self) -> None:
-        """No node had room for the preemptor without evictions: none has, until one
-        changes."""
-        self.roomy = set()
 
 
 class PlanMemo:
@@ -442,7 +428,7 @@ class PlanMemo:
 
     def settle(self) -> None:
         """The session is over: keep only what `carry` may read (nodes without a plan,
-        refused gangs, where there may be room), not the session's nodes and tasks."""
+        refused gangs), not the session's nodes and tasks."""
         self.still = self.unchanged()
         self.log = None
         for plans in self.plans.values():
@@ -579,27 +565,39 @@ def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
     own_queue = jobs[own_job].queue
     spare_requests = policy.best_effort_spares_requests and preemptor.best_effort
     argument, now = policy.min_runtime, session.now
+    # Job uid -> the minimum runtime of its pods if they may be victims, else None: the
+    # same for every pod of a job (this runs per candidate per node).
+    runtimes: dict[str, float | None] = {}
+
+    def job_runtime(uid: str) -> float | None:
+        job = jobs.get(uid)
+        if job is None or job.spec.protected:
+            return None
+        queue = queues.get(job.queue)
+        if scope is Scope.OWN_JOB:
+            if uid != own_job:
+                return None
+        elif scope is Scope.OWN_QUEUE:
+            if job.queue != own_queue or uid == own_job:
+                return None
+        elif job.queue == own_queue or queue is None or not queue.reclaimable:
+            return None
+        return min_runtime_of(argument, queue.min_runtime if queue else None,
+                              job.spec.min_runtime)
 
     def eligible(victim: Task) -> bool:
         if not (victim.status & statuses and victim.preemptable):
             return False
         if spare_requests and not victim.best_effort:
             return False
-        job = jobs.get(victim.job_id)
-        if job is None or job.spec.protected:
+        uid = victim.job_id
+        if uid in runtimes:
+            runtime = runtimes[uid]
+        else:
+            runtime = runtimes[uid] = job_runtime(uid)
+        if runtime is None:
             return False
-        # Whose tasks first (the cheap test), then how long it has run.
-        queue = queues.get(job.queue)
-        if scope is Scope.OWN_JOB:
-            if victim.job_id != own_job:
-                return False
-        elif scope is Scope.OWN_QUEUE:
-            if job.queue != own_queue or victim.job_id == own_job:
-                return False
-        elif job.queue == own_queue or queue is None or not queue.reclaimable:
-            return False
-        if too_young(started_at(victim.pod), now, min_runtime_of(
-                argument, queue.min_runtime if queue else None, job.spec.min_runtime)):
+        if runtime > 0 and too_young(started_at(victim.pod), now, runtime):
             if memo is not None:
                 memo.clocked = True
             return False
