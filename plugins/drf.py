@@ -22,7 +22,7 @@ from __future__ import annotations
 from vscheduler.hookspecs import SessionView, hookimpl
 from vscheduler.model import Job, Task
 from vscheduler.plugin import Plugin
-from vscheduler.resources import Resource, share
+from vscheduler.resources import CPU, MEMORY, Resource
 from vscheduler.tally import Part
 
 __all__ = ["DrfPlugin"]
@@ -70,6 +70,13 @@ class DrfPlugin(Plugin):
         self.total = session.total_resource
         # The dimensions the cluster has: a share is taken over these only.
         self.dimensions = self.total.names()
+        # The same as (cpu total, memory total, (scalar, total) pairs), zero for a
+        # dimension left out: a share is taken per candidate per node in preempt.
+        dimensions = set(self.dimensions)
+        self._totals = (self.total.cpu if CPU in dimensions else 0.0,
+                        self.total.memory if MEMORY in dimensions else 0.0,
+                        tuple((n, self.total.scalars[n]) for n in self.dimensions
+                              if n not in (CPU, MEMORY)))
         # Each job's allocation as the session opened, kept between sessions (a job
         # copied anew is read again); its `_JobAttr` is made when first asked, since
         # most jobs of a busy cluster never are in a session.
@@ -98,9 +105,13 @@ class DrfPlugin(Plugin):
 
     def dominant_share(self, allocated: Resource) -> float:
         """The largest fraction of the cluster `allocated` takes on any one resource."""
-        total = self.total
-        return max((share(allocated.get(n), total.get(n)) for n in self.dimensions),
-                   default=0.0)
+        cpu, memory, scalars = self._totals
+        shares = [allocated.scalars.get(n, 0) / whole for n, whole in scalars]
+        if cpu:
+            shares.append(allocated.cpu / cpu)
+        if memory:
+            shares.append(allocated.memory / memory)
+        return max(shares, default=0.0)
 
     def job_share(self, uid: str) -> float:
         """The dominant share of a job now (0 for a job this session does not know)."""
