@@ -5,7 +5,9 @@ every node from the sampling offset on would refuse thousands of them for lack o
 resources before it found enough that fit. A `FitIndex` keeps, per request shape (its
 cpu, memory and scalars), the positions of the nodes whose future idle could take it
 (`Node.insufficient_future` finds nothing lacking), in order, so that a search visits
-only those (framework.search) and still walks them in the order sampling would.
+only those (framework.search) and still walks them in the order sampling would, and an
+evicting action finds where a pod fits without an eviction (framework.eviction,
+`_take_room`) without judging each node.
 
 Each shape also keeps why every other node lacks room (its first resource short, as
 `Node.insufficient_future` names it), counted by reason: a pod that fits nowhere is
