@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -60,3 +61,12 @@ def test_a_scalar_named_at_zero_stays_while_a_member_names_it():
     del world["a"]
     tally.update(world, ["a"])
     assert not tally.sums and tally.sum("q", 0).is_empty()
+
+
+def test_a_part_of_the_wrong_width_is_refused_at_once():
+    """A plugin whose parts do not match the tally's width fails where it counts, not
+    later when the part is taken away."""
+    tally = Tally("jobs", None, 2, lambda obj: ("q1", (Resource(1),)))
+    with pytest.raises(ValueError, match="a part of 1 amounts in a tally of 2"):
+        tally.recount({"a": object()})
+    assert not tally.parts and not tally.sums

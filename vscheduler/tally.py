@@ -102,6 +102,8 @@ class Tally:
         if part is None:
             return
         key, amounts = part
+        if len(amounts) != self.width:
+            raise ValueError(f"a part of {len(amounts)} amounts in a tally of {self.width}")
         sums = self.sums.get(key)
         if sums is None:
             sums = self.sums[key] = [Resource() for _ in range(self.width)]

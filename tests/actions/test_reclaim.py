@@ -268,3 +268,40 @@ def test_a_gang_uses_idle_room_beside_reclaimable_pods_rather_than_evict_for_it(
     report = simulate(objects, RECLAIM_CONF)
     assert [e["pod"] for e in report["evictions"]] == ["default/t-a"]
     assert set(report["pipelined"].values()) == {"n1"}
+
+
+def test_room_refused_for_the_queue_is_taken_once_an_eviction_gives_the_queue_room():
+    """A pod refused room without eviction for its parent queue's limit, not for
+    anything on the node, may take that room once an eviction brings the parent back
+    under its limit: the next pod alike is pipelined onto the idle card, not onto the
+    one being released. (A refusal without eviction is not remembered per node: the
+    fit index says which nodes have room, and they are offered again.)"""
+    gpu = "nvidia.com/gpu"
+    conf = """
+actions: "enqueue, reclaim"
+tiers:
+- plugins:
+  - name: capacity
+    enableHierarchy: true
+  - name: predicates
+  - name: gang
+    enablePreemptable: false
+    enableReclaimable: false
+"""
+    objects = [
+        node("n0", cpu="16", memory="64Gi", **{gpu: "2"}),
+        node("n1", cpu="16", memory="64Gi", **{gpu: "2"}),
+        queue("dept", parent="root", capability={"cpu": "32", "memory": "128Gi", gpu: "3"}),
+        queue("c", parent="dept", deserved={"cpu": "2", "memory": "2Gi", gpu: "2"}),
+        queue("d", parent="dept", deserved={"cpu": "1", "memory": "1Gi", gpu: "1"}),
+        pod("d-small", cpu="1", memory="1Gi", queue="d", node_name="n0", **{gpu: "1"}),
+        pod("d-big", cpu="1", memory="1Gi", queue="d", node_name="n1", **{gpu: "2"}),
+        podgroup("j1", 1, queue="c"),
+        pod("j1-0", cpu="1", memory="1Gi", group="j1", **{gpu: "1"}),
+        podgroup("j2", 1, queue="c"),
+        pod("j2-0", cpu="1", memory="1Gi", group="j2", **{gpu: "1"}),
+    ]
+    report = simulate(objects, conf)
+    # j1 finds n0's idle card refused (dept would hold 4 of its 3), evicts d-big on n1
+    assert [(e["pod"], e["node"]) for e in report["evictions"]] == [("default/d-big", "n1")]
+    assert report["pipelined"] == {"default/j1-0": "n1", "default/j2-0": "n0"}
