@@ -68,14 +68,13 @@ class DrfPlugin(Plugin):
     def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self.total = session.total_resource
-        # The dimensions the cluster has: a share is taken over these only.
-        self.dimensions = self.total.names()
-        # The same as (cpu total, memory total, (scalar, total) pairs), zero for a
-        # dimension left out: a share is taken per candidate per node in preempt.
-        dimensions = set(self.dimensions)
-        self._totals = (self.total.cpu if CPU in dimensions else 0.0,
-                        self.total.memory if MEMORY in dimensions else 0.0,
-                        tuple((n, self.total.scalars[n]) for n in self.dimensions
+        # The dimensions the cluster has, the only ones a share is taken over: cpu's and
+        # memory's totals (zero for one it lacks) and each scalar's, read once, since a
+        # share is taken per candidate per node in preempt.
+        names = self.total.names()
+        self._totals = (self.total.cpu if CPU in names else 0.0,
+                        self.total.memory if MEMORY in names else 0.0,
+                        tuple((n, self.total.scalars[n]) for n in names
                               if n not in (CPU, MEMORY)))
         # Each job's allocation as the session opened, kept between sessions (a job
         # copied anew is read again); its `_JobAttr` is made when first asked, since

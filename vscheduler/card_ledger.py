@@ -345,7 +345,7 @@ class CardLedger:
         held, used, elastic = facts.held, facts.used, facts.elastic
         held_cards, used_cards, elastic_cards = held.scalars, used.scalars, elastic.scalars
         placed_cards = facts.cards.scalars
-        known, unlimited, node_cards = self._tasks, self.unlimited, self.node_cards
+        known = self._tasks
         spare_from = job.min_available
         for index, task in enumerate(placed):
             cards = known.get(task.uid)
@@ -354,13 +354,10 @@ class CardLedger:
             resreq = task.resreq
             used.cpu += resreq.cpu
             used.memory += resreq.memory
-            if not (unlimited and cards.uses_cards):
+            if self.counts_cpu_memory(cards):
                 held.cpu += resreq.cpu
                 held.memory += resreq.memory
-            if cards.resource is None:
-                continue
-            node = node_cards.get(task.node_name)
-            card = node.by_resource.get(cards.resource) if node is not None else None
+            card = self.card_on(cards, task.node_name)
             if card is None:
                 continue
             amount = cards.amount
@@ -507,12 +504,17 @@ class CardLedger:
         node = self.node_cards.get(node_name)
         return node.by_resource.get(cards.resource) if node is not None else None
 
+    def counts_cpu_memory(self, cards: TaskCards) -> bool:
+        """Whether a task with these facts counts its cpu and memory in its queue's
+        allocation (not when card pods are unlimited on them)."""
+        return not (self.unlimited and cards.uses_cards)
+
     def charge(self, task: Task) -> Resource:
         """What a placed task counts in its queue's allocation: its node's card, and its
         cpu and memory unless card pods are unlimited on them."""
         cards = self.task(task)
         charge = Resource()
-        if not (self.unlimited and cards.uses_cards):
+        if self.counts_cpu_memory(cards):
             charge.cpu, charge.memory = task.resreq.cpu, task.resreq.memory
         card = self.card_on(cards, task.node_name)
         if card is not None:
@@ -561,7 +563,7 @@ class CardLedger:
         if cards.error is not None:
             return [(CARD_NAME_REASON, cards.error)]
         failures = []
-        if not (self.unlimited and cards.uses_cards):
+        if self.counts_cpu_memory(cards):
             for what in ("cpu", "memory"):
                 asked = task.resreq.get(what)
                 total = attr.allocated.get(what) + asked

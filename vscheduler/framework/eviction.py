@@ -332,9 +332,9 @@ Key = tuple[float, float, float]
 class Plans:
     """What preemptors alike learnt of the nodes in a session: each node's plan (its
     rank and victims; None: no plan there), forgotten for a node that changes, and the
-    victim jobs that may not go whole (`refused`, by uid),
-    forgotten when a node holding one of their pods changes. (Offers do not grow while
-    the nodes stay as they are: a refusal holds; an approval is asked again.)
+    victim jobs that may not go whole (`refused`, by uid), forgotten when a node holding
+    one of their pods changes. (Offers do not grow while the nodes stay as they are: a
+    refusal holds; an approval is asked again.)
 
     Carried into the next session (`PlanMemo.carry`), it keeps only what it knows of
     no plan (`settle` drops the plans): all of it is kept by node position or name,
