@@ -345,12 +345,9 @@ class CardLedger:
         held, used, elastic = facts.held, facts.used, facts.elastic
         held_cards, used_cards, elastic_cards = held.scalars, used.scalars, elastic.scalars
         placed_cards = facts.cards.scalars
-        known = self._tasks
         spare_from = job.min_available
         for index, task in enumerate(placed):
-            cards = known.get(task.uid)
-            if cards is None:
-                cards = self.task(task)
+            cards = self.task(task)
             resreq = task.resreq
             used.cpu += resreq.cpu
             used.memory += resreq.memory

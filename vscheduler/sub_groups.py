@@ -33,6 +33,11 @@ __all__ = ["GroupKey", "SubGroup", "group_tasks", "short_policy"]
 GroupKey = tuple[str, tuple[str, ...]]
 
 
+def group_key(policy: SubGroupPolicy, values: tuple[str, ...]) -> GroupKey:
+    """What tells a group apart: its policy's name and its pods' values for its keys."""
+    return (policy.name, values)
+
+
 class SubGroup:
     """The pods of one group of a policy (`values`: theirs for its keys). `key` tells
     groups apart (a policy's name may hold a "/", and a value a "-": the `name` shown,
@@ -43,7 +48,7 @@ class SubGroup:
     def __init__(self, policy: SubGroupPolicy, values: tuple[str, ...]) -> None:
         self.policy = policy
         self.values = values
-        self.key: GroupKey = (policy.name, values)
+        self.key = group_key(policy, values)
         self.name = f"{policy.name}/{'-'.join(values)}" if values else policy.name
         # The first value read as a number orders the groups 0, 1, 2, ... rather than
         # 0, 1, 10, 11 (Volcano's match index)
@@ -92,7 +97,7 @@ def group_tasks(policies: Iterable[SubGroupPolicy], tasks: Iterable[Task]
             values = _values(policy, labels)
             if values is None:
                 continue
-            group = groups.get((policy.name, values))
+            group = groups.get(group_key(policy, values))
             if group is None:
                 group = SubGroup(policy, values)
                 groups[group.key] = group

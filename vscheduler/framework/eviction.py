@@ -597,7 +597,7 @@ def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
             runtime = runtimes[uid] = job_runtime(uid)
         if runtime is None:
             return False
-        if runtime > 0 and too_young(started_at(victim.pod), now, runtime):
+        if too_young(started_at(victim.pod), now, runtime):
             if memo is not None:
                 memo.clocked = True
             return False
