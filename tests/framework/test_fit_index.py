@@ -13,16 +13,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vscheduler.actions.allocate as allocate_module
-from tests.builders import gang, load_cache, node, pod
+from tests.builders import gang, load_cache, node, pod, queue
 from tests.framework.test_eviction import plugin
 from tests.invariants import run_checked
 from vscheduler.actions.allocate import Allocate
+from vscheduler.actions.enqueue import Enqueue
+from vscheduler.actions.preempt import Preempt
+from vscheduler.actions.reclaim import Reclaim
 from vscheduler.bench import BENCH_CONF, PREEMPT_CONF, BenchSpec, churn, generate
 from vscheduler.conf import PluginOption, SchedulerConf, parse_conf
 from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.fit_index import FitIndex, fit_index
 from vscheduler.framework.placement import NodeSampling, insufficient
 from vscheduler.framework.session import Session
+from vscheduler.plugin import check_arguments
 from vscheduler.simulate import Simulation
 
 CONFS = {"bench": BENCH_CONF, "preempt": PREEMPT_CONF}
@@ -197,3 +201,38 @@ def test_a_pod_that_fits_nowhere_is_explained_from_the_index_without_a_verdict_a
     assert reasons[0] == reasons[1] == [
         "0/3 nodes are available: 1 node(s) had the wrong labels, 2 Insufficient cpu."]
     assert written == [("fill", "n0")]
+
+
+def test_evicting_actions_judge_a_statically_refused_node_once_per_signature():
+    """Three nodes a plugin refuses statically and one it accepts, all full. Two pods of
+    one shape in two queues wait, and reclaim and preempt look for victims for each:
+    four preemptors of two preemptor signatures (queue q1, queue q2), one task
+    signature. The refused nodes are asked about once each, not once per preemptor
+    signature and action; the accepted one as often as a plan is made there. Nothing
+    can be evicted (the only pod there is protected), so every look is a full one."""
+    asked: list[str] = []
+    labels_refusal = Unfit("node(s) had the wrong labels", static=True)
+
+    def predicate(self, task, node):
+        asked.append(node.name)
+        return None if node.name == "n3" else labels_refusal
+
+    refusing = plugin("refusing", predicate=predicate,
+                      task_signature=lambda self, task: None,
+                      preemptor_signature=lambda self, task: None,
+                      job_starving=lambda self, job: True)
+    objects = [queue("q0", reclaimable=True), queue("q1"), queue("q2"),
+               *(node(f"n{i}", cpu="2") for i in range(4)),
+               *(pod(f"r{i}", cpu="2", queue="q0", node_name=f"n{i}") for i in range(3)),
+               pod("r3", cpu="2", queue="q0", node_name="n3",
+                   annotations={"volcano.sh/preemptable": "false"}),
+               *gang("a", 1, cpu="2", queue="q1"), *gang("b", 1, cpu="2", queue="q2")]
+    cache = load_cache(objects)
+    conf = SchedulerConf(actions=[(action.name, action, check_arguments(action.arguments, {})[0])
+                                  for action in (Enqueue, Allocate, Reclaim, Preempt)],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+    result = Session(cache.snapshot(), conf).run()
+    assert not result.evictions and set(result.pending) == {"default/a-0", "default/b-0"}
+    assert sorted(n for n in asked if n != "n3") == ["n0", "n1", "n2"]
+    assert asked.count("n3") >= 2  # (once per preemptor signature at least)

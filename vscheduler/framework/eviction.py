@@ -40,6 +40,7 @@ from vscheduler.framework.fit_index import fit_index
 from vscheduler.framework.placement import (
     best_first,
     eviction_candidates,
+    judged,
     unresolvable_nodes,
 )
 from vscheduler.framework.results import EvictionTerms
@@ -65,6 +66,7 @@ from vscheduler.plugin import Argument, ChoiceArgument, LimitArgument
 from vscheduler.resources import Resource, gpus_of
 
 if TYPE_CHECKING:
+    from vscheduler.fit import Unfit
     from vscheduler.framework.session import Session
     from vscheduler.framework.statement import Statement
 
@@ -234,7 +236,8 @@ def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
         pool = (n for n in roomy
                 if n.insufficient_now(req) is not None
                 or any(eligible(t) for t, _ in n.tasks.values()))
-    nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool)
+    nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool,
+                                                static_refusals(session, preemptor))
     if policy.best_node_first:
         nodes = best_first(session, preemptor, list(nodes))
     for node in nodes:
@@ -269,7 +272,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
 
     scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
-    predicate = session.predicate
+    refused = static_refusals(session, preemptor)
 
     def collect(wanted: int) -> None:
         for index, node in scan:
@@ -277,7 +280,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
                 plan, fresh = memo.by_node[node.name], False
             else:
                 if not policy.best_node_first:  # (best-first nodes are candidates)
-                    unfit = predicate(preemptor, node)
+                    unfit = judged(session, preemptor, node, refused)
                     if unfit is not None and not unfit.resolvable:
                         memo.by_node[node.name] = None
                         continue
@@ -317,13 +320,29 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
         memo.by_node.update((n.name, None) for n in worth if n.name not in hosts)
         worth = [n for n in worth if n.name in hosts]
     if policy.best_node_first:  # scores are judged among the candidates worth a look
-        candidates = list(eviction_candidates(session, preemptor, worth))
+        candidates = list(eviction_candidates(session, preemptor, worth,
+                                              static_refusals(session, preemptor)))
         if len(candidates) < len(worth):
             chosen = {n.name for n in candidates}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
         return best_first(session, preemptor, candidates)
     skip = unresolvable_nodes(session, preemptor)
     return (n for n in worth if n.name not in skip)
+
+
+def static_refusals(session: Session, preemptor: Task) -> dict[int, Unfit]:
+    """The static refusals evicting actions found for tasks of `preemptor`'s signature,
+    by node position, kept by the fit index (`FitIndex.static_refusals`) for every
+    preemptor of that signature, whatever its queue or action, in this session and the
+    next ones: a full cluster's nodes that can never take the pod are judged once, not
+    once per preemptor alike and action. (Kept apart from node searches' own: a search
+    explains a node by what it finds first, its resources, and must explain alike
+    whether or not an eviction judged the node before.) A preemptor that shares no
+    searches gets a fresh map."""
+    signature = session.task_signature(preemptor)
+    if signature is None:
+        return {}
+    return fit_index(session).static_refusals(session, ("eviction", signature))
 
 
 Key = tuple[float, float, float]

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from vscheduler.framework.session import Session
 
 __all__ = ["OFF", "NodeSampling", "SamplingWindow", "best_first", "eviction_candidates",
-           "insufficient", "insufficient_reason", "node_scores", "placeable_tasks",
-           "predicate_nodes", "select_best_node", "unresolvable_nodes"]
+           "insufficient", "insufficient_reason", "judged", "node_scores",
+           "placeable_tasks", "predicate_nodes", "select_best_node", "unresolvable_nodes"]
 
 
 def placeable_tasks(job: Job) -> list[Task]:
@@ -183,17 +183,31 @@ def unresolvable_nodes(session: Session, task: Task) -> Container[str]:
 
 
 def eviction_candidates(session: Session, task: Task,
-                        among: Iterable[Node] | None = None) -> Iterator[Node]:
+                        among: Iterable[Node] | None = None,
+                        refused: dict[int, Unfit] | None = None) -> Iterator[Node]:
     """The nodes where evicting could make room for `task`, in node order: those that
     pass every predicate or fail only for what evictions free (resolvable), leaving out
     those its last search found unresolvable. `among` narrows the nodes looked at (by a
-    cheaper test first: predicates are the costly part). Lazy: a caller that has found
-    enough stops asking."""
+    cheaper test first: predicates are the costly part); `refused` is read and added to
+    as `judged` says. Lazy: a caller that has found enough stops asking."""
     skip = unresolvable_nodes(session, task)
-    predicate = session.predicate
+    known: dict[int, Unfit] = {} if refused is None else refused
     for node in session.node_list if among is None else among:
         if node.name in skip:
             continue
-        unfit = predicate(task, node)
+        unfit = judged(session, task, node, known)
         if unfit is None or unfit.resolvable:
             yield node
+
+
+def judged(session: Session, task: Task, node: Node, refused: dict[int, Unfit]) -> Unfit | None:
+    """The predicates' verdict on `task` for `node`. `refused` holds the static refusals
+    known for tasks of `task`'s signature, by node position (`fit.Unfit`: they follow
+    from the node's spec): one found there is not asked again, and a static refusal
+    found is added."""
+    unfit = refused.get(node.position)
+    if unfit is None:
+        unfit = session.predicate(task, node)
+        if unfit is not None and unfit.static:
+            refused[node.position] = unfit
+    return unfit
