@@ -74,11 +74,14 @@ class WeightedQueueFigures(QueueFigures):
     """What proportion knows of one queue: its figures with its weight, by which its
     deserved amount is water-filled."""
 
-    __slots__ = ("weight",)
+    __slots__ = ("room", "weight")
 
     def __init__(self, queue: Queue, total: Resource, total_guarantee: Resource) -> None:
         super().__init__(queue, total, total_guarantee)
         self.weight = queue.weight
+        # Request shape -> (what the queue held when asked, the verdict on its room):
+        # see `ProportionPlugin._room_for`.
+        self.room: dict[tuple, tuple[tuple, str | None]] = {}
 
 
 # --------------------------------------------------------------------------- plugin
@@ -151,7 +154,16 @@ class ProportionPlugin(QueueUsage, Plugin):
         attr = self.figures_of(queue.name)
         if attr is None:
             return None
-        return room_refusal(queue.name, attr.allocated, request, attr.deserved, "deserved")
+        # A verdict holds while the queue holds what it held (its deserved amount is
+        # set at open): a queue at its share refuses each pending pod of thousands of
+        # jobs alike, and writing that refusal cost more than the whole placement.
+        held, shape = attr.allocated.key(), request.key()
+        known = attr.room.get(shape)
+        if known is not None and known[0] == held:
+            return known[1]
+        refused = room_refusal(queue.name, attr.allocated, request, attr.deserved, "deserved")
+        attr.room[shape] = (held, refused)
+        return refused
 
     @hookimpl
     def allocatable(self, queue: Queue, task: Task) -> str | None:

@@ -8,11 +8,23 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import gang, node, open_session, pod, podgroup, queue, simulate
+import vscheduler.plugins.proportion as proportion_module
+from tests.builders import (
+    conf,
+    gang,
+    load_cache,
+    node,
+    open_session,
+    pod,
+    podgroup,
+    queue,
+    simulate,
+)
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import PERMIT, Reject
 from vscheduler.model import TaskStatus
 from vscheduler.plugins.proportion import ProportionPlugin, WeightedQueueFigures
+from vscheduler.plugins.queue_quota import room_refusal
 from vscheduler.quota import quota_exceeded
 from vscheduler.resources import Resource
 
@@ -187,6 +199,33 @@ def test_allocatable_compares_only_requested_dimensions_strictly():
     reason = plugin.allocatable(q1, task)
     assert reason == ("queue q1: insufficient cpu (allocated + request 5 > deserved 4)")
     assert plugin.preemptive(q1, task) == reason
+
+
+def test_a_queue_judges_its_room_once_per_pod_shape_while_it_holds_the_same(monkeypatch):
+    """Thirty one-pod jobs of one shape wait in a queue at its capability: allocate asks
+    the queue's room for each, and the verdict is made once, not thirty times, each pod
+    told the same. When the queue holds less (its running pod leaves), the shape is
+    judged again as each placement changes what the queue holds: two fit, the rest are
+    refused with one verdict more."""
+    judged = []
+
+    def counting(*args, **kwargs):
+        judged.append(args[0])
+        return room_refusal(*args, **kwargs)
+
+    monkeypatch.setattr(proportion_module, "room_refusal", counting)
+    objects = [node("n1", cpu="8", memory="16Gi"), queue("q1", capability={"cpu": "2"}),
+               pod("r", cpu="2", queue="q1", node_name="n1"),
+               *(obj for i in range(30) for obj in gang(f"j{i:02d}", 1, queue="q1"))]
+    cache = load_cache(objects, conf_text=CONF)
+    first = Session(cache.snapshot(), conf(CONF)).run()
+    assert len(judged) == 1 and not first.binds
+    refusal = "queue q1: insufficient cpu (allocated + request 3 > deserved 2)"
+    assert {first.pending[f"default/j{i:02d}-0"][0] for i in range(30)} == {refusal}
+    cache.delete_pod("default/r")
+    judged.clear()
+    second = Session(cache.snapshot(), conf(CONF)).run()
+    assert len(second.binds) == 2 and len(judged) == 3
 
 
 def test_quota_counts_a_resource_the_limit_lacks_as_zero():
