@@ -261,9 +261,10 @@ def predicate(task: Task, node: Node) -> Unfit | None:
     """None if `task` may run on `node`, else why not. Resources are checked by the
     actions before this is asked. Mark a refusal `Unfit(..., static=True)` when it
     follows from the node's spec (labels, taints, unschedulable, allocatable) and what
-    `task_signature` covers alone, never from pods on the node or from queue figures:
-    node searches then keep it from session to session until the node changes, and
-    do not ask again."""
+    `task_signature` covers alone, never from pods on the node, the task's queue or
+    queue figures: node searches and evicting actions then keep it from session to
+    session until the node changes, for every task of that signature, and do not ask
+    again."""
 
 
 @_spec(Rule.SUM)

@@ -234,5 +234,7 @@ def test_evicting_actions_judge_a_statically_refused_node_once_per_signature():
                          source="test", warnings=[])
     result = Session(cache.snapshot(), conf).run()
     assert not result.evictions and set(result.pending) == {"default/a-0", "default/b-0"}
+    # (allocate asks nothing here: the fit index says no node has room, and the pods
+    # are explained from it; so every question below is an evicting action's)
     assert sorted(n for n in asked if n != "n3") == ["n0", "n1", "n2"]
     assert asked.count("n3") >= 2  # (once per preemptor signature at least)

@@ -15,7 +15,9 @@ told of every node without judging each one again (framework.search, `_explain`)
 
 Beside it, per task signature, the refusals a predicate marked `static` (see
 `fit.Unfit`): a node refused for its labels, taints or cards is refused again for tasks
-of that signature without asking, until the node changes.
+of that signature without asking, until the node changes. Node searches keep one such
+map per signature, and evicting actions another (under `("eviction", signature)`), read
+by every preemptor of that signature whatever its queue or action.
 
 It is kept between sessions (`Snapshot.kept`) while the nodes' specs and the conf are
 the same (the positions of nodes in the session's list do not move), and brought up to

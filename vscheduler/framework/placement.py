@@ -203,8 +203,8 @@ def eviction_candidates(session: Session, task: Task,
 def judged(session: Session, task: Task, node: Node, refused: dict[int, Unfit]) -> Unfit | None:
     """The predicates' verdict on `task` for `node`. `refused` holds the static refusals
     known for tasks of `task`'s signature, by node position (`fit.Unfit`: they follow
-    from the node's spec): one found there is not asked again, and a static refusal
-    found is added."""
+    from the node's spec and the task's signature alone): one found there is not asked
+    again, and a static refusal found is added."""
     unfit = refused.get(node.position)
     if unfit is None:
         unfit = session.predicate(task, node)
