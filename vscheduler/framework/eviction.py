@@ -198,12 +198,13 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
     victims promise, by signing (`hookspecs.preemptor_signature`), that their offers on
     a node do not grow within an action while the node stays as it is."""
     memo = _plans_for(session, policy, preemptor)
+    refused = static_refusals(session, preemptor)
     # With no eviction the queue's room is the same on every node: asked once.
     queue_full = policy.queue_must_fit and session.allocatable(
         session.queues[session.jobs[preemptor.job_id].queue], preemptor) is not None
-    if not queue_full and _take_room(session, statement, policy, preemptor):
+    if not queue_full and _take_room(session, statement, policy, preemptor, refused):
         return True
-    found, capped = _plans_in_line(session, policy, preemptor, memo), False
+    found, capped = _plans_in_line(session, policy, preemptor, memo, refused), False
     for node, victims in found:
         if not _within_cap(session, statement, policy, preemptor, victims):
             capped = True
@@ -219,10 +220,11 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
 
 
 def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
-               preemptor: Task) -> bool:
+               preemptor: Task, refused: dict[int, Unfit]) -> bool:
     """Pipeline `preemptor` onto a node whose future idle fits it, with no eviction
     (best scored first, or in node order). The fit index (`FitIndex.fitting`) names
-    those nodes: in a full cluster, none, without a look at each."""
+    those nodes: in a full cluster, none, without a look at each. `refused`: the static
+    refusals known for its signature (`static_refusals`)."""
     req = preemptor.resreq
     within = policy.within
     node_list = session.node_list
@@ -236,8 +238,7 @@ def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
         pool = (n for n in roomy
                 if n.insufficient_now(req) is not None
                 or any(eligible(t) for t, _ in n.tasks.values()))
-    nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool,
-                                                static_refusals(session, preemptor))
+    nodes: Iterable[Node] = eviction_candidates(session, preemptor, pool, refused)
     if policy.best_node_first:
         nodes = best_first(session, preemptor, list(nodes))
     for node in nodes:
@@ -247,7 +248,8 @@ def _take_room(session: Session, statement: Statement, policy: VictimPolicy,
 
 
 def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
-                   memo: Plans) -> Iterator[tuple[Node, list[Task]]]:
+                   memo: Plans, refused: dict[int, Unfit]
+                   ) -> Iterator[tuple[Node, list[Task]]]:
     """The plans for `preemptor`, best first (`Strategy.plan_key`, then the node order),
     made on candidate nodes until node sampling has enough, lazily. A remembered plan
     is made again before it is handed out, and goes back in line if it is worse now;
@@ -270,9 +272,8 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
             memo.planned.discard(node.name)
         return plan
 
-    scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo)))
+    scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
-    refused = static_refusals(session, preemptor)
 
     def collect(wanted: int) -> None:
         for index, node in scan:
@@ -307,7 +308,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
 
 
 def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
-                    memo: Plans) -> Iterable[Node]:
+                    memo: Plans, refused: dict[int, Unfit]) -> Iterable[Node]:
     """The nodes to plan on, best scored first or in node order, less those where a
     preemptor alike found no plan and that have not changed since; within a job, only
     the nodes holding its tasks."""
@@ -320,8 +321,7 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
         memo.by_node.update((n.name, None) for n in worth if n.name not in hosts)
         worth = [n for n in worth if n.name in hosts]
     if policy.best_node_first:  # scores are judged among the candidates worth a look
-        candidates = list(eviction_candidates(session, preemptor, worth,
-                                              static_refusals(session, preemptor)))
+        candidates = list(eviction_candidates(session, preemptor, worth, refused))
         if len(candidates) < len(worth):
             chosen = {n.name for n in candidates}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
