@@ -51,13 +51,15 @@ def fresh(unfit: Unfit) -> Unfit:
     return Unfit(*unfit.reasons, resolvable=unfit.resolvable)
 
 
-# One step on a row of holders: (kind, holder, node, refusal).
-STEP = st.tuples(st.sampled_from(["set", "set", "set", "forget", "copy", "render"]),
-                 st.integers(0, 3), st.integers(0, 13), st.integers(0, len(REFUSALS) - 1))
+# One step on a row of holders: (kind, holder, node, refusal). Enough nodes that a
+# holder's own changes pass the size at which they are merged into a new shared map.
+STEP = st.tuples(st.sampled_from(["set", "set", "set", "set", "forget", "copy", "render",
+                                  "fill"]),
+                 st.integers(0, 3), st.integers(0, 40), st.integers(0, len(REFUSALS) - 1))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(STEP, max_size=80), st.sampled_from(["", "pod has no card"]))
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=160), st.sampled_from(["", "pod has no card"]))
 def test_every_holder_renders_what_a_recount_of_its_own_verdicts_gives(
         steps: list[tuple[str, int, int, int]], error: str) -> None:
     # Each holder is checked against a plain dict of what it was told: copies taken,
@@ -77,6 +79,14 @@ def test_every_holder_renders_what_a_recount_of_its_own_verdicts_gives(
         elif kind == "copy":
             holders.append(holders[i].copy())
             models.append(dict(models[i]))
+        elif kind == "fill":  # from the holder after it, the node named overridden
+            j = (i + 1) % len(holders)
+            override = (name, REFUSALS[r])
+            holders[i].fill(holders[j], [override])
+            filled = dict(models[j])
+            filled[name] = REFUSALS[r]
+            filled.update(models[i])
+            models[i] = filled
         else:
             holders[i].message(20)
             holders[i].unresolvable_nodes()
@@ -85,6 +95,27 @@ def test_every_holder_renders_what_a_recount_of_its_own_verdicts_gives(
             assert holder.message() == recount(model, error=error)
             assert holder.message(20) == recount(model, 20, error)
             assert holder.unresolvable_nodes() == unresolvable(model)
+
+
+def test_a_holder_changing_shared_verdicts_copies_its_changes_not_every_refusal() -> None:
+    # Tasks of one shape fail one after another while the cluster changes in between:
+    # each copy then changes a few of thousands of refusals, and shares the rest.
+    errors = NodeFitErrors()
+    for i in range(5000):
+        errors.set(f"n{i}", REFUSALS[2])
+    failed = [errors.copy()]
+    for i in range(200):
+        errors.forget(f"n{i}")  # room again here,
+        errors.set(f"n{i + 1}", REFUSALS[0])  # and taken there
+        failed.append(errors.copy())
+    shared = {id(f._verdicts.base) for f in failed}
+    assert len(shared) < 20  # merged now and then, never copied for each
+    assert failed[1].message(5000) == ("0/5000 nodes are available: 1 node(s) had "
+                                       "untolerated taint {gpu: true}, "
+                                       "4998 Insufficient nvidia.com/gpu.")
+    assert failed[0].message(5000) == "0/5000 nodes are available: " \
+                                      "5000 Insufficient nvidia.com/gpu."
+    assert len(failed[-1].nodes) == 4800 and failed[-1].unresolvable_nodes() == {"n200"}
 
 
 def test_counts_of_ten_and_more_sort_as_text() -> None:

@@ -17,6 +17,7 @@ to what it already is changes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from math import isqrt
 from types import MappingProxyType
 
 __all__ = ["NodeFitErrors", "Unfit"]
@@ -59,17 +60,63 @@ class _Verdicts:
     change, so a copy that changes a few verdicts of thousands does not count them all
     again) and what is derived from them, computed when first asked. Once `frozen`
     (shared by copies) it never changes again; until then a change drops what was
-    derived."""
+    derived.
 
-    __slots__ = ("counts", "frozen", "histogram", "messages", "nodes", "unresolvable")
+    The refusals are a `base` map that is never changed once made, shared by every set
+    that grew out of it, and this set's own `delta` over it (a node -> its refusal, or
+    None: refused in `base`, not here). A holder that changes shared verdicts copies the
+    delta and the counts, not thousands of refusals: tasks of one shape fail one after
+    another in a cluster that changes in between, and copying the whole map for each
+    cost more than the search. The delta is merged into a new base once it grows past
+    about the square root of the map's size (a copy costs the delta, a merge the map)."""
 
-    def __init__(self, nodes: dict[str, Unfit], counts: dict[str, int]) -> None:
-        self.nodes = nodes
+    __slots__ = ("base", "counts", "delta", "frozen", "histogram", "messages", "size",
+                 "unresolvable")
+
+    def __init__(self, base: dict[str, Unfit], counts: dict[str, int],
+                 delta: dict[str, Unfit | None] | None = None, size: int | None = None
+                 ) -> None:
+        self.base = base  # never changed: shared
+        self.delta: dict[str, Unfit | None] = {} if delta is None else delta
+        self.size = len(base) if size is None else size  # nodes refused
         self.counts = counts  # reason -> nodes refused for it (some at 0)
         self.frozen = False
         self.histogram: str | None = None  # "3 Insufficient cpu, 2 node(s) had ..."
         self.messages: dict[tuple[str, int | None], str] = {}
         self.unresolvable: frozenset[str] | None = None
+
+    def get(self, node: str) -> Unfit | None:
+        delta = self.delta
+        if node in delta:
+            return delta[node]
+        return self.base.get(node)
+
+    def put(self, node: str, unfit: Unfit | None) -> None:
+        """Refuse `node` with `unfit` (None: no longer refused); the counts are the
+        caller's. Not for frozen verdicts."""
+        if unfit is None and node not in self.base:
+            self.delta.pop(node, None)
+        else:
+            self.delta[node] = unfit
+        if len(self.delta) > _merge_at(len(self.base)):
+            self.flat()
+
+    def flat(self) -> dict[str, Unfit]:
+        """Every refusal, as one map (read only: it may be shared)."""
+        if self.delta:
+            merged = dict(self.base)
+            for node, unfit in self.delta.items():
+                if unfit is None:
+                    del merged[node]
+                else:
+                    merged[node] = unfit
+            # (the same refusals: sound for shared verdicts too)
+            self.base, self.delta = merged, {}
+        return self.base
+
+    def copy(self) -> _Verdicts:
+        """A set of its own with the same refusals: the delta and counts copied."""
+        return _Verdicts(self.base, dict(self.counts), dict(self.delta), self.size)
 
     def forget_derived(self) -> None:
         self.histogram = None
@@ -87,6 +134,11 @@ class _Verdicts:
         return self.histogram
 
 
+def _merge_at(size: int) -> int:
+    """How large a delta over a base of `size` refusals grows before it is merged."""
+    return max(16, isqrt(size))
+
+
 class NodeFitErrors:
     """The refusals of every node tried for one task, or one error for all of them.
     `copy()` is cheap and safe: the copy and the original share their verdicts until
@@ -101,35 +153,40 @@ class NodeFitErrors:
     @property
     def nodes(self) -> Mapping[str, Unfit]:
         """Node name -> its refusal, read only (change them with `set` and `forget`)."""
-        return MappingProxyType(self._verdicts.nodes)
+        return MappingProxyType(self._verdicts.flat())
 
     def set(self, node: str, unfit: Unfit) -> None:
-        old = self._verdicts.nodes.get(node)
+        old = self._verdicts.get(node)
         if old == unfit:
             return  # no change: nothing to copy, nothing derived to drop
         verdicts = self._own()
-        verdicts.nodes[node] = unfit
+        verdicts.put(node, unfit)
         counts = verdicts.counts
         if old is not None:
             for reason in old.reasons:
                 counts[reason] -= 1
+        else:
+            verdicts.size += 1
         for reason in unfit.reasons:
             counts[reason] = counts.get(reason, 0) + 1
 
     def forget(self, node: str) -> None:
         """`node` is no longer refused (it fits now, or is to be judged again)."""
-        if node in self._verdicts.nodes:
+        old = self._verdicts.get(node)
+        if old is not None:
             verdicts = self._own()
+            verdicts.put(node, None)
+            verdicts.size -= 1
             counts = verdicts.counts
-            for reason in verdicts.nodes.pop(node).reasons:
+            for reason in old.reasons:
                 counts[reason] -= 1
 
     def fill(self, base: NodeFitErrors, overrides: Iterable[tuple[str, Unfit]] = ()) -> None:
         """Give every node `base` refuses that has no verdict here its refusal there, or
         the one `overrides` names for it: one copy of `base`'s verdicts and counts, not a
         verdict at a time. The verdicts held keep theirs."""
-        held = self._verdicts.nodes
-        self._verdicts = _Verdicts(dict(base._verdicts.nodes), dict(base._verdicts.counts))
+        held = self._verdicts.flat()
+        self._verdicts = base._verdicts.copy()
         for node, unfit in overrides:
             if node not in held:
                 self.set(node, unfit)
@@ -150,7 +207,7 @@ class NodeFitErrors:
         verdicts = self._verdicts
         if verdicts.unresolvable is None:
             verdicts.unresolvable = frozenset(
-                name for name, unfit in verdicts.nodes.items() if not unfit.resolvable)
+                name for name, unfit in verdicts.flat().items() if not unfit.resolvable)
         return verdicts.unresolvable
 
     def message(self, total_nodes: int | None = None) -> str:
@@ -159,13 +216,13 @@ class NodeFitErrors:
         node was refused. Rendered once per set of verdicts, error and N: the tasks
         sharing them share the one string."""
         verdicts = self._verdicts
-        if self.error and not verdicts.nodes:
+        if self.error and not verdicts.size:
             return self.error
         key = (self.error, total_nodes)
         message = verdicts.messages.get(key)
         if message is None:
             histogram = verdicts.histogram_text()
-            total = len(verdicts.nodes) if total_nodes is None else total_nodes
+            total = verdicts.size if total_nodes is None else total_nodes
             head = self.error or f"0/{total} nodes are available"
             message = f"{head}: {histogram}." if histogram else f"{head}."
             verdicts.messages[key] = message
@@ -173,11 +230,11 @@ class NodeFitErrors:
 
     def _own(self) -> _Verdicts:
         """The verdicts, made this holder's own before a change: a private copy of
-        shared ones; with what was derived from them dropped."""
+        shared ones (their delta: see `_Verdicts`); with what was derived from them
+        dropped."""
         verdicts = self._verdicts
         if verdicts.frozen:
-            verdicts = self._verdicts = _Verdicts(dict(verdicts.nodes),
-                                                  dict(verdicts.counts))
+            verdicts = self._verdicts = verdicts.copy()
         else:
             verdicts.forget_derived()
         return verdicts
