@@ -10,8 +10,9 @@ very same reasons on the very same nodes: in a large cluster the per-node verdic
 thousands of entries, and the tasks that fail are thousands too. So a copy of the
 verdicts is not a copy: copies share one immutable set of verdicts, with its histogram,
 its message and its unresolvable nodes computed once for all of them. Whoever changes
-its verdicts after that gets a set of its own (copy on write), and a verdict set again
-to what it already is changes nothing.
+its verdicts after that gets a set of its own (copy on write) that holds only its
+changes over the shared refusals, and a verdict set again to what it already is changes
+nothing.
 """
 
 from __future__ import annotations
