@@ -61,23 +61,28 @@ class _Verdicts:
     change, so a copy that changes a few verdicts of thousands does not count them all
     again) and what is derived from them, computed when first asked. Once `frozen`
     (shared by copies) it never changes again; until then a change drops what was
-    derived.
+    derived. (A frozen set may still merge its delta into a new base: the same
+    refusals.)
 
-    The refusals are a `base` map that is never changed once made, shared by every set
-    that grew out of it, and this set's own `delta` over it (a node -> its refusal, or
-    None: refused in `base`, not here). A holder that changes shared verdicts copies the
-    delta and the counts, not thousands of refusals: tasks of one shape fail one after
-    another in a cluster that changes in between, and copying the whole map for each
-    cost more than the search. The delta is merged into a new base once it grows past
-    about the square root of the map's size (a copy costs the delta, a merge the map)."""
+    The refusals are a `base` map and this set's own `delta` over it (a node -> its
+    refusal, or None: refused in `base`, not here). A base is changed in place only by
+    the one set that made it, before any copy shares it (`owned`); once shared it never
+    changes. So a holder that changes shared verdicts (a node search, as the nodes
+    change, after handing its verdicts to a failed task) copies the delta and the
+    counts, not thousands of refusals: tasks of one shape fail one after another in a
+    cluster that changes in between, and copying the whole map after each failure cost
+    more than the search. The delta is merged into a new base of this set's own once it
+    grows past about the square root of the base's refusals, and at least 16 (a copy
+    costs the delta, a merge the map)."""
 
-    __slots__ = ("base", "counts", "delta", "frozen", "histogram", "messages", "size",
-                 "unresolvable")
+    __slots__ = ("base", "counts", "delta", "frozen", "histogram", "messages", "owned",
+                 "size", "unresolvable")
 
     def __init__(self, base: dict[str, Unfit], counts: dict[str, int],
                  delta: dict[str, Unfit | None] | None = None, size: int | None = None
                  ) -> None:
-        self.base = base  # never changed: shared
+        self.base = base
+        self.owned = False  # whether `base` is this set's alone, changed in place
         self.delta: dict[str, Unfit | None] = {} if delta is None else delta
         self.size = len(base) if size is None else size  # nodes refused
         self.counts = counts  # reason -> nodes refused for it (some at 0)
@@ -95,6 +100,12 @@ class _Verdicts:
     def put(self, node: str, unfit: Unfit | None) -> None:
         """Refuse `node` with `unfit` (None: no longer refused); the counts are the
         caller's. Not for frozen verdicts."""
+        if self.owned:  # (then the delta is empty)
+            if unfit is None:
+                del self.base[node]
+            else:
+                self.base[node] = unfit
+            return
         if unfit is None and node not in self.base:
             self.delta.pop(node, None)
         else:
@@ -103,7 +114,8 @@ class _Verdicts:
             self.flat()
 
     def flat(self) -> dict[str, Unfit]:
-        """Every refusal, as one map (read only: it may be shared)."""
+        """Every refusal, as one map (read only: it may be shared, or change with this
+        set)."""
         if self.delta:
             merged = dict(self.base)
             for node, unfit in self.delta.items():
@@ -112,11 +124,13 @@ class _Verdicts:
                 else:
                     merged[node] = unfit
             # (the same refusals: sound for shared verdicts too)
-            self.base, self.delta = merged, {}
+            self.base, self.delta, self.owned = merged, {}, not self.frozen
         return self.base
 
     def copy(self) -> _Verdicts:
-        """A set of its own with the same refusals: the delta and counts copied."""
+        """A set of its own with the same refusals, sharing the base (neither changes it
+        in place from now on): the delta and counts copied."""
+        self.owned = False
         return _Verdicts(self.base, dict(self.counts), dict(self.delta), self.size)
 
     def forget_derived(self) -> None:
@@ -149,11 +163,13 @@ class NodeFitErrors:
 
     def __init__(self, error: str = "") -> None:
         self._verdicts = _Verdicts({}, {})
+        self._verdicts.owned = True
         self.error = error
 
     @property
     def nodes(self) -> Mapping[str, Unfit]:
-        """Node name -> its refusal, read only (change them with `set` and `forget`)."""
+        """Node name -> its refusal, read only, and to be read before this holder
+        changes again (change them with `set` and `forget`)."""
         return MappingProxyType(self._verdicts.flat())
 
     def set(self, node: str, unfit: Unfit) -> None:
@@ -184,8 +200,8 @@ class NodeFitErrors:
 
     def fill(self, base: NodeFitErrors, overrides: Iterable[tuple[str, Unfit]] = ()) -> None:
         """Give every node `base` refuses that has no verdict here its refusal there, or
-        the one `overrides` names for it: one copy of `base`'s verdicts and counts, not a
-        verdict at a time. The verdicts held keep theirs."""
+        the one `overrides` names for it: `base`'s refusals shared (its delta and counts
+        copied), not set a verdict at a time. The verdicts held keep theirs."""
         held = self._verdicts.flat()
         self._verdicts = base._verdicts.copy()
         for node, unfit in overrides:

@@ -99,7 +99,7 @@ class FitIndex:
 
     def lacking(self, session: Session, request: Resource) -> NodeFitErrors:
         """The refusal of each node without room for `request` (an `insufficient`
-        resource), counted by reason. Read-only: `NodeFitErrors.fill` copies it."""
+        resource), counted by reason. Read-only: `NodeFitErrors.fill` shares it."""
         return self._shape(session, request).lacking
 
     def _shape(self, session: Session, request: Resource) -> _Shape:
