@@ -214,6 +214,7 @@ class NodeFitErrors:
         """A copy that later changes to this one do not reach (nor its changes this
         one): both share the verdicts, frozen, until one of them changes its own."""
         self._verdicts.frozen = True
+        self._verdicts.owned = False  # (shared now: see `_Verdicts`)
         copy = NodeFitErrors.__new__(NodeFitErrors)
         copy._verdicts = self._verdicts
         copy.error = self.error
