@@ -79,10 +79,10 @@ class _Verdicts:
                  "size", "unresolvable")
 
     def __init__(self, base: dict[str, Unfit], counts: dict[str, int],
-                 delta: dict[str, Unfit | None] | None = None, size: int | None = None
-                 ) -> None:
+                 delta: dict[str, Unfit | None] | None = None, size: int | None = None,
+                 owned: bool = False) -> None:
         self.base = base
-        self.owned = False  # whether `base` is this set's alone, changed in place
+        self.owned = owned  # whether `base` is this set's alone, changed in place
         self.delta: dict[str, Unfit | None] = {} if delta is None else delta
         self.size = len(base) if size is None else size  # nodes refused
         self.counts = counts  # reason -> nodes refused for it (some at 0)
@@ -162,8 +162,7 @@ class NodeFitErrors:
     __slots__ = ("_verdicts", "error")
 
     def __init__(self, error: str = "") -> None:
-        self._verdicts = _Verdicts({}, {})
-        self._verdicts.owned = True
+        self._verdicts = _Verdicts({}, {}, owned=True)
         self.error = error
 
     @property
