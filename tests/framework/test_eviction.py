@@ -13,6 +13,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from tests.builders import gang, load_cache, node, pod, podgroup, queue
 from vscheduler.conf import PluginOption, SchedulerConf
@@ -22,6 +24,9 @@ from vscheduler.framework.eviction import (
     Plans,
     Scope,
     VictimPolicy,
+    WholeJobs,
+    _plan_on_node,
+    _victim_rule,
     evict_for,
     never_preempts,
     plan,
@@ -415,3 +420,62 @@ def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan()
     memo.plans = {}
     memo.carry(session, kept)
     assert memo.plans[("policy",)].by_node == {"n2": None}
+
+
+# --------------------------------------------------------------------------- closed nodes
+
+GANGS = st.lists(st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2),
+                           st.sampled_from(["qa", "qb"]), st.booleans(), st.booleans()),
+                 min_size=1, max_size=6)
+
+
+@given(gangs=GANGS, preemptor_queue=st.sampled_from(["qa", "qb"]),
+       own=st.integers(0, 2), own_guarded=st.booleans(),
+       policy=st.sampled_from([PREEMPT, RECLAIM, RECLAIM_HERE,
+                               dataclasses.replace(PREEMPT, scope=Scope.OWN_JOB)]))
+@example(gangs=[(1, 1, 0, "qa", False, False)], preemptor_queue="qa", own=2,
+         own_guarded=True, policy=dataclasses.replace(PREEMPT, scope=Scope.OWN_JOB))
+@settings(max_examples=300, deadline=None)
+def test_a_node_closed_per_job_has_no_plan_pod_by_pod(
+        gangs: list[tuple[int, int, int, str, bool, bool]], preemptor_queue: str,
+        own: int, own_guarded: bool, policy: VictimPolicy) -> None:
+    """On generated nodes of gangs (some above their minMember, some with pods not yet
+    placed or not preemptable, some whose plugins refuse them; the preemptor's own gang
+    with `own` pods running), the per-job shortcut (`WholeJobs.closed`) never changes a
+    plan: each node gets the plan that judging it pod by pod gives."""
+    objects: list[dict] = [queue("qa", reclaimable=True), queue("qb", reclaimable=True),
+                           node("n0", cpu="4"), node("n1", cpu="4"), node("n2", cpu="4")]
+    refused: set[str] = set()
+    guarded: set[str] = set()
+    for g, (size, minimum, unplaced, queue_name, refuse, guard) in enumerate(gangs):
+        name = f"g{g}"
+        objects.append(podgroup(name, min(minimum, size), queue=queue_name,
+                                phase="Running"))
+        objects += [running(f"{name}-{t}", queue_name, f"n{(g + t) % 3}", group=name)
+                    if t >= unplaced else pod(f"{name}-{t}", queue=queue_name, group=name)
+                    for t in range(size)]
+        if refuse:
+            refused.add(name)
+        if guard:
+            guarded.add(f"{name}-{size - 1}")
+    objects += [podgroup("want", own + 1, queue=preemptor_queue, phase="Running"),
+                pod("p", cpu="2", group="want", queue=preemptor_queue),
+                *(running(f"want-{t}", preemptor_queue, f"n{t}", group="want")
+                  for t in range(own))]
+    if own_guarded:
+        guarded.add("want-0")
+
+    def offer(self: Any, actor: Task, candidates: list[Task]) -> list[Task]:
+        return [t for t in candidates if t.job_id.split("/")[-1] not in refused]
+
+    session = open_session(objects, plugin(preemptable=offer, reclaimable=offer))
+    for job in session.jobs.values():
+        for t in job.tasks.values():
+            t.preemptable = t.name not in guarded
+    preemptor = task(session, "p")
+    for name in ("n0", "n1", "n2"):
+        at = session.nodes[name]
+        eligible, gives = _victim_rule(session, policy, preemptor)
+        shortcut = WholeJobs(set(), gives)
+        assert names(_plan_on_node(session, policy, preemptor, at, eligible, shortcut)[0]) \
+            == names(plan(session, policy, preemptor, at))

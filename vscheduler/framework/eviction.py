@@ -255,11 +255,11 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     is made again before it is handed out, and goes back in line if it is worse now;
     one that no longer holds gives its place to the next node's."""
     strategy, total = policy.strategy, session.total_resource
-    eligible = _eligible(session, policy, preemptor, memo)
+    eligible, gives = _victim_rule(session, policy, preemptor, memo)
     # Whether each victim job may go whole: the same on every node until a plan is
     # carried out, so asked once per job here (plugins approving whole gangs dominated
     # the cost of planning node after node); a refusal holds for preemptors alike.
-    whole_jobs = WholeJobs(memo.refused)
+    whole_jobs = WholeJobs(memo.refused, gives)
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -574,10 +574,18 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
 
 def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
               memo: Plans | None = None) -> Callable[[Task], bool]:
-    """The policy's victim rule for `preemptor`, as one test per task. Never a victim:
-    a protected pod (its own annotation, read into `Task.preemptable`) or a pod of a
-    protected PodGroup, and a pod younger than its minimum runtime (noted in `memo`:
-    what it learns then holds only for now)."""
+    """The policy's victim rule for `preemptor`, as one test per task (`_victim_rule`)."""
+    return _victim_rule(session, policy, preemptor, memo)[0]
+
+
+def _victim_rule(session: Session, policy: VictimPolicy, preemptor: Task,
+                 memo: Plans | None = None
+                 ) -> tuple[Callable[[Task], bool], Callable[[str], bool]]:
+    """The policy's victim rule for `preemptor`, as one test per task, and the part of
+    it that holds for a whole job (given its uid: False if no pod of the job may be a
+    victim). Never a victim: a protected pod (its own annotation, read into
+    `Task.preemptable`) or a pod of a protected PodGroup, and a pod younger than its
+    minimum runtime (noted in `memo`: what it learns then holds only for now)."""
     jobs, queues = session.jobs, session.queues
     statuses, scope = policy.statuses, policy.scope
     own_job = preemptor.job_id
@@ -622,7 +630,13 @@ def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
             return False
         return True
 
-    return eligible
+    def gives(uid: str) -> bool:
+        if uid in runtimes:
+            return runtimes[uid] is not None
+        runtime = runtimes[uid] = job_runtime(uid)
+        return runtime is not None
+
+    return eligible, gives
 
 
 def victim_order(session: Session, victims: list[Task], preemptor: Task) -> list[Task]:
@@ -803,16 +817,55 @@ def _whole_job(job: Job, eligible: Callable[[Task], bool],
     return placed
 
 
+# What a job may give a gang-safe plan (`WholeJobs.closed`).
+_GIVES_NOTHING, _GIVES_SINGLES, _WHOLE_ONLY = range(3)
+
+
 class WholeJobs:
     """Which victim jobs may go whole for one preemptor (`_whole_job`), asked once per
     job: approvals for this preemptor only, as long as nothing is evicted; refusals
-    also for preemptors alike (`Plans.refused`, shared)."""
+    also for preemptors alike (`Plans.refused`, shared). With `gives` (the job part of
+    the victim rule: `_victim_rule`), also which nodes are closed to it (`closed`)."""
 
-    __slots__ = ("approved", "refused")
+    __slots__ = ("_kinds", "approved", "gives", "refused")
 
-    def __init__(self, refused: set[str]) -> None:
+    def __init__(self, refused: set[str], gives: Callable[[str], bool] | None = None
+                 ) -> None:
         self.approved: dict[str, list[Task]] = {}
         self.refused = refused
+        self.gives = gives
+        self._kinds: dict[str, int] = {}  # job uid -> what it may give (`closed`)
+
+    def closed(self, node: Node, own_job: str, jobs: Mapping[str, Job],
+               whole_job: Callable[[Job], list[Task] | None]) -> bool:
+        """Whether every pod on `node` is of a job closed to a gang-safe plan: one the
+        rule takes nothing from, or a gang at or below its minMember (not the
+        preemptor's own job) that may not go whole (`whole_job`), so that each of its
+        pods would break it. Then no plan can be made there: `_plan_on_node` would
+        find no pod to take alone and no gang to take whole. Judged per job, asked
+        once per job (a full cluster's nodes hold a few gangs each), not per pod.
+        False without `gives`."""
+        gives = self.gives
+        if gives is None:
+            return False
+        kinds = self._kinds
+        gangs: dict[str, Job] = {}  # (asked last: asking costs most)
+        for task, _ in node.tasks.values():
+            uid = task.job_id
+            kind = kinds.get(uid)
+            if kind is None:
+                job = jobs.get(uid)
+                if not gives(uid) or job is None:
+                    kind = kinds[uid] = _GIVES_NOTHING
+                elif uid == own_job or not 1 < job.ready_task_num() <= job.min_available:
+                    kind = kinds[uid] = _GIVES_SINGLES
+                else:
+                    kind = kinds[uid] = _WHOLE_ONLY
+            if kind == _GIVES_SINGLES:
+                return False
+            if kind == _WHOLE_ONLY:
+                gangs[uid] = jobs[uid]
+        return all(whole_job(job) is None for job in gangs.values())
 
     def get(self, job: Job, eligible: Callable[[Task], bool],
             approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
@@ -839,9 +892,6 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     budget first; the strategy's cheapest set of them (`exact_cover`), else as
     `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
     uid (`WholeJobs`)."""
-    candidates = [t for t, _ in node.tasks.values() if eligible(t)]
-    if not candidates or not _could_fit(preemptor, node, candidates):
-        return None, True  # (evicting every candidate would not do: plugins not asked)
     offer = session.reclaimable if policy.offered_by == "reclaimable" \
         else session.preemptable
 
@@ -849,6 +899,13 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
         return whole_jobs.get(job, eligible, lambda placed: offer(preemptor, placed))
 
     jobs = session.jobs
+    if preemptor.resreq.first_insufficient(node.allocatable) is not None:
+        return None, True  # (it would not fit the node empty: plugins not asked)
+    if policy.gang_safe and whole_jobs.closed(node, preemptor.job_id, jobs, whole_job):
+        return None, True
+    candidates = [t for t, _ in node.tasks.values() if eligible(t)]
+    if not candidates or not _could_fit(preemptor, node, candidates):
+        return None, True  # (evicting every candidate would not do: plugins not asked)
     if policy.gang_safe and not _singles(session, preemptor, candidates, True) and all(
             whole_job(jobs[uid]) is None for uid in {t.job_id: None for t in candidates}):
         # Every candidate would break its gang and no gang may go whole: whatever the
