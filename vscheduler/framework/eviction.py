@@ -272,7 +272,8 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
             memo.planned.discard(node.name)
         return plan
 
-    scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused)))
+    scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused,
+                                          gives)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
 
     def collect(wanted: int) -> None:
@@ -308,10 +309,12 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
 
 
 def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
-                    memo: Plans, refused: dict[int, Unfit]) -> Iterable[Node]:
+                    memo: Plans, refused: dict[int, Unfit],
+                    gives: Callable[[str], bool]) -> Iterable[Node]:
     """The nodes to plan on, best scored first or in node order, less those where a
     preemptor alike found no plan and that have not changed since; within a job, only
-    the nodes holding its tasks."""
+    the nodes holding its tasks. Nodes to score first are those holding a pod of a job
+    the rule may take from (`gives`): scoring the others would be wasted."""
     worth = memo.unsettled(session.node_list)
     if policy.within is not None:
         worth = [n for n in worth if n.name in policy.within]
@@ -321,7 +324,8 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
         memo.by_node.update((n.name, None) for n in worth if n.name not in hosts)
         worth = [n for n in worth if n.name in hosts]
     if policy.best_node_first:  # scores are judged among the candidates worth a look
-        candidates = list(eviction_candidates(session, preemptor, worth, refused))
+        candidates = [n for n in eviction_candidates(session, preemptor, worth, refused)
+                      if any(gives(t.job_id) for t, _ in n.tasks.values())]
         if len(candidates) < len(worth):
             chosen = {n.name for n in candidates}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
