@@ -309,6 +309,11 @@ class CapacityCardPlugin(Plugin):
         return self.service_type(task)
 
     @hookimpl
+    def offers_by_signature(self) -> bool:
+        """The offers read the reclaimer's service type only."""
+        return True
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers read the pods' service types, the queue order the
         queues' priorities."""

@@ -28,6 +28,11 @@ class ConformancePlugin(Plugin):
         return None
 
     @hookimpl
+    def offers_by_signature(self) -> bool:
+        """The offers read the candidates only."""
+        return True
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers read the candidates only."""
         return None

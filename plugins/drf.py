@@ -137,6 +137,11 @@ class DrfPlugin(Plugin):
         return round(self.dominant_share(attr.allocated.clone().add(task.resreq)), 12)
 
     @hookimpl
+    def offers_by_signature(self) -> bool:
+        """The offers read the share the preemptor's job would reach only."""
+        return True
+
+    @hookimpl
     def victim_state(self) -> tuple:
         """The cluster's total: the shares the offers and the job order compare are
         the jobs' allocations over it."""

@@ -95,6 +95,11 @@ class GangPlugin(Plugin):
         return None
 
     @hookimpl
+    def offers_by_signature(self) -> bool:
+        """The offers read the candidates' jobs only."""
+        return True
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers and the job order read the jobs only."""
         return None

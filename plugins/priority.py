@@ -38,6 +38,11 @@ class PriorityPlugin(Plugin):
         return (job.priority if job is not None else None, task.priority)
 
     @hookimpl
+    def offers_by_signature(self) -> bool:
+        """Of another job's pods, the offers read the preemptor's job priority only."""
+        return True
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers and orders read the jobs' and tasks' priorities only."""
         return None

@@ -181,6 +181,11 @@ class ProportionPlugin(QueueUsage, Plugin):
         return None
 
     @hookimpl
+    def offers_by_signature(self) -> bool:
+        """The offers read the candidates' queues only."""
+        return True
+
+    @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates of queues holding more than they deserve, taken in the order given
         until each queue is back within its deserved amount."""

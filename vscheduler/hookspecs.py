@@ -380,6 +380,18 @@ def preemptor_signature(task: Task) -> Hashable:
     off (correct, slower)."""
 
 
+@_spec(Rule.ALL)
+def offers_by_signature() -> bool:
+    """Whether this plugin's `preemptable` and `reclaimable` answers about the pods of
+    a job other than the preemptor's read nothing of the preemptor but what its
+    `preemptor_signature` says: not its queue, requests, placement constraints or job.
+    When every plugin that offers victims says so, a victim gang refused whole in an
+    action is refused for every preemptor that agrees on the signatures, whatever its
+    queue and shape: on a full cluster, the reclaimers of several queues ask about
+    each gang once, not once per queue and kind of pod. A plugin without the hook is
+    taken to read them (correct, slower)."""
+
+
 @_spec(Rule.SIGNATURE)
 def victim_state() -> Hashable:
     """What this plugin's `preemptable` and `reclaimable` offers and its task, job and

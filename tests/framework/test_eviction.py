@@ -414,6 +414,7 @@ def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan()
     plans.note("n1", ((1.0, 0.0, 0.0), []))
     plans.note("n2", None)
     kept.plans = {("policy",): plans}
+    kept.refusals = {}
     session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
                               jobs={}, nodes={})
     memo = PlanMemo.__new__(PlanMemo)
@@ -483,3 +484,24 @@ def test_a_node_closed_per_job_has_no_plan_pod_by_pod(
         # A node with no pod of a job the rule takes from is not even scored.
         if not any(gives(t.job_id) for t, _ in at.tasks.values()):
             assert planned is None
+
+
+def test_refusals_shared_with_plans_that_read_the_clock_are_not_carried():
+    """Refused gangs shared by the plans of two queues, one of which passed a pod over
+    for its minimum runtime: the refusals may rest on that pod's age, so the plans
+    carried into the next session start with none, and new plans share none."""
+    refused = {"default/gang"}
+    clocked, steady = Plans(), Plans()
+    clocked.refused = steady.refused = refused
+    clocked.clocked = True
+    kept = PlanMemo.__new__(PlanMemo)
+    kept.plans = {("policy", "qa"): clocked, ("policy", "qb"): steady}
+    kept.refusals = {("policy",): refused}
+    session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
+                              jobs={}, nodes={})
+    memo = PlanMemo.__new__(PlanMemo)
+    memo.plans = {}
+    memo.carry(session, kept)
+    assert list(memo.plans) == [("policy", "qb")]
+    assert memo.plans[("policy", "qb")].refused == set()
+    assert memo.refusals == {}

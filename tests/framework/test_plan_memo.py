@@ -276,3 +276,75 @@ def test_a_new_conf_plans_again() -> None:
         sim.conf = sim.scheduler.conf = parse_conf(ALONE, "test")
 
     assert _evictions(strict, objects, [None, reload]) == ["default/victim"]
+
+
+def _refusing(by_signature: bool) -> type:
+    """A plugin that signs its offers and offers no pod of a whole gang, saying (or not)
+    that its offers read nothing of the reclaimer beyond its signature."""
+    from vscheduler.hookspecs import hookimpl
+
+    class Refusing:
+        name = "refusing"
+        arguments = ()
+
+        def __init__(self, args: dict) -> None:
+            self.args = args
+
+        @hookimpl
+        def preemptor_signature(self, task: Any) -> None:
+            return None
+
+        @hookimpl
+        def victim_state(self) -> None:
+            return None
+
+        @hookimpl
+        def reclaimable(self, reclaimer: Any, candidates: list) -> list | None:
+            return []
+
+    if by_signature:
+        Refusing.offers_by_signature = hookimpl(lambda self: True)  # type: ignore[attr-defined]
+    return Refusing
+
+
+@pytest.mark.parametrize("by_signature", [True, False])
+def test_a_gang_refused_whole_is_asked_about_once_for_reclaimers_of_every_queue(
+        by_signature: bool) -> None:
+    """Reclaimers of two queues, nodes full of a third queue's gangs that may not go
+    whole: when every plugin offering victims says its offers read nothing of the
+    reclaimer beyond its signature (`offers_by_signature`), each gang is asked about
+    once in the action, not once per reclaiming queue; the decisions are the same."""
+    from vscheduler.conf import PluginOption
+
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        *(b.queue(name, reclaimable=True) for name in ("qa", "qb", "qc")),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
+    for i in range(4):
+        objects.append(b.podgroup(f"run-{i}", 2, queue="qc", priority_class="low",
+                                  phase="Running"))
+        objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qc",
+                          node_name=f"n{i}", priority_class="low", phase="Running",
+                          **{GPU: "1"}) for t in range(2)]
+    for q in ("qa", "qb"):
+        objects += [b.podgroup(f"want-{q}", 1, queue=q, priority_class="high",
+                               phase="Inqueue"),
+                    b.pod(f"want-{q}", group=f"want-{q}", queue=q, priority_class="high",
+                          **{GPU: "1"})]
+    conf = parse_conf(RECLAIM, "test")
+    conf.tiers[0].append(PluginOption("refusing", _refusing(by_signature), {}, {}))
+    asked: list[str] = []
+    whole_job = eviction._whole_job
+
+    def counted(job: Any, *rest: Any) -> Any:
+        asked.append(job.name)
+        return whole_job(job, *rest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(eviction, "_whole_job", counted)
+        simulation = Simulation(conf)
+        simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+        simulation.run(1)
+    assert sorted(asked) == sorted([f"run-{i}" for i in range(4)] * (1 if by_signature else 2))
+    report = simulation.report.as_dict()
+    assert report["evictions"] == [] and not report["pipelined"]

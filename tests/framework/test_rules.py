@@ -170,6 +170,7 @@ HOOKS: dict[str, Hook] = {
         lambda answer, bare, n: (*bare.preemptor_signature(task(bare)), *answer)),
     # (the queues and budgets come first, queues by name here: each session's cache
     # has its own objects)
+    "offers_by_signature": Hook(st.booleans(), lambda s: s.offers_by_signature()),
     "victim_state": Hook(
         st.integers(0, 3), lambda s: (tuple(s.queues), *s.victim_state()[1:]),
         lambda answer, bare, n: (tuple(bare.queues), bare.snapshot.budgets, *answer)),

@@ -355,9 +355,10 @@ Key = tuple[float, float, float]
 class Plans:
     """What preemptors alike learnt of the nodes in a session: each node's plan (its
     rank and victims; None: no plan there), forgotten for a node that changes, and the
-    victim jobs that may not go whole (`refused`, by uid), forgotten when a node holding
-    one of their pods changes. (Offers do not grow while the nodes stay as they are: a
-    refusal holds; an approval is asked again.)
+    victim jobs that may not go whole (`refused`, by uid; shared with the plans of other
+    queues and kinds of pod when plugins say: `PlanMemo.refusals`), forgotten when a node
+    holding one of their pods changes. (Offers do not grow while the nodes stay as they
+    are: a refusal holds; an approval is asked again.)
 
     Carried into the next session (`PlanMemo.carry`), it keeps only what it knows of
     no plan (`settle` drops the plans): all of it is kept by node position or name,
@@ -430,12 +431,15 @@ class PlanMemo:
     snapshot copied anew are then forgotten as if they had changed in this session.
     Once its session is done a memo keeps only that (`settle`)."""
 
-    __slots__ = ("conf", "log", "node_specs", "plans", "position", "serial", "start",
-                 "state", "still")
+    __slots__ = ("conf", "log", "node_specs", "plans", "position", "refusals", "serial",
+                 "start", "state", "still")
 
     def __init__(self, session: Session, state: tuple | None = None) -> None:
         # (not the session itself: a memo kept for the next session must not keep it)
         self.plans: dict[tuple[Any, ...], Plans] = {}
+        # Refused gangs shared by the plans of preemptors that differ only in what
+        # plugins say their refusals do not read (`Session.refusal_signature`).
+        self.refusals: dict[tuple[Any, ...], set[str]] = {}
         self.position = 0
         self.state = state  # the victim state as the action began; None: not carried
         self.serial = session.snapshot.serial
@@ -469,6 +473,11 @@ class PlanMemo:
                 names.update(t.node_name for t in job.tasks.values() if t.node_name)
         stale, touched = _stale(session, names)
         touched.update(snapshot.changed_jobs)
+        # Refusals a preemptor passed over for its minimum runtime helped learn hold for
+        # its session's clock only, and may be shared with plans that are carried.
+        clocked = {id(p.refused) for p in kept.plans.values() if p.clocked}
+        self.refusals = {key: refused for key, refused in kept.refusals.items()
+                         if id(refused) not in clocked}
         for key, plans in kept.plans.items():
             if plans.clocked:
                 continue
@@ -476,6 +485,8 @@ class PlanMemo:
             # session ended without `settle`, a failed one, say)
             plans.settle()
             self.plans[key] = plans
+            if id(plans.refused) in clocked:
+                plans.refused = set()
             plans.refused.difference_update(touched)
             for node in stale:
                 plans.forget(node)
@@ -491,7 +502,14 @@ class PlanMemo:
                 for node in changed:
                     plans.forget(node)
                 plans.refused.difference_update(jobs)
-        return self.plans.setdefault((policy, *signature), Plans())
+        key = (policy, *signature)
+        plans = self.plans.get(key)
+        if plans is None:
+            plans = self.plans[key] = Plans()
+            shared = session.refusal_signature(signature)
+            if shared is not None:  # (refusals shared beyond preemptors alike)
+                plans.refused = self.refusals.setdefault((policy, *shared), plans.refused)
+        return plans
 
 
 def _stale(session: Session, names: set[str]) -> tuple[list[Node], set[str]]:

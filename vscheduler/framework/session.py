@@ -203,6 +203,12 @@ class Session:
         self._preemptor_signature = combine("preemptor_signature", [
             [fn for fn in tier if fn.__self__ in offerers]
             for tier in tiers.get("preemptor_signature", [])])
+        # ... and their refusals of whole gangs shared whatever the preemptor's queue and
+        # shape only if every such plugin says it reads nothing else
+        # (hookspecs.offers_by_signature).
+        self.offers_by_signature: Callable[[], bool] = bound["offers_by_signature"]
+        self.shares_refusals = self.shares_plans and offerers <= {
+            fn.__self__ for fn in flat("offers_by_signature")} and self.offers_by_signature()
         # ... and carried into the next session only if every plugin that offers or
         # orders victims says what else they read (hookspecs.victim_state).
         deciders = offerers | {fn.__self__ for hook in ORDER_HOOKS for fn in flat(hook)}
@@ -280,6 +286,13 @@ class Session:
         own = job.uid if job.count(_PLACED) else ""
         return (placement, own, job.queue, task.best_effort,
                 *self._preemptor_signature(task))
+
+    def refusal_signature(self, signature: tuple) -> tuple | None:
+        """Of a preemptor's signature (`preemptor_signature`), the part a refusal to let
+        a victim gang go whole depends on, if plugins say so (`shares_refusals`):
+        whether it is best-effort and what the plugins that offer victims say, not its
+        placement, job or queue. None: refusals are not shared beyond preemptors alike."""
+        return signature[3:] if self.shares_refusals else None
 
     def victim_state(self) -> tuple | None:
         """What victim plans read besides their nodes, jobs and preemptors: the queues
