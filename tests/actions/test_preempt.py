@@ -186,3 +186,34 @@ def test_in_queue_preemption_goes_on_until_the_queue_has_room():
     report = simulate(objects, keep)
     assert report["evictions"] == [] and report["pipelined"] == {}
     assert "default/urgent" in report["pending"]
+
+
+def test_nodes_with_nothing_to_take_still_count_in_the_batch_scores() -> None:
+    """P prefers n2 (weights 300) over n1 (2) and n0 (1), but n2 holds only another
+    queue's pod: no plan there, so it is not tried. nodeorder's batch scores are
+    normalised over the nodes scored together; with n2 among them, n0 and n1 both
+    truncate to 0 and the tie keeps node order (VA on n0 goes). Leaving n2 out of the
+    set would put n1 first."""
+    def prefer(weight: int, key: str) -> dict:
+        return {"weight": weight, "preference": {"matchExpressions": [
+            {"key": key, "operator": "In", "values": ["y"]}]}}
+
+    objects = [*CLASSES, queue("qa"), queue("qb"),
+               node("n0", cpu="2", memory="8Gi", labels={"a": "y"}),
+               node("n1", cpu="2", memory="8Gi", labels={"b": "y"}),
+               node("n2", cpu="2", memory="8Gi", labels={"c1": "y", "c2": "y", "c3": "y"}),
+               running("VA", "n0", cpu="2", queue="qa", priority_class="low"),
+               running("VB", "n1", cpu="2", queue="qa", priority_class="low"),
+               running("X", "n2", cpu="2", queue="qb", priority_class="low"),
+               pod("P", cpu="2", queue="qa", priority_class="high", affinity={
+                   "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                       prefer(1, "a"), prefer(2, "b"), prefer(100, "c1"),
+                       prefer(100, "c2"), prefer(100, "c3")]}})]
+    report = simulate(objects, """
+actions: "allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+""")
+    assert [(e["pod"], e["node"]) for e in report["evictions"]] == [("default/VA", "n0")]
+    assert report["pipelined"] == {"default/P": "n0"}

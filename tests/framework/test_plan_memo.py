@@ -348,3 +348,45 @@ def test_a_gang_refused_whole_is_asked_about_once_for_reclaimers_of_every_queue(
     assert sorted(asked) == sorted([f"run-{i}" for i in range(4)] * (1 if by_signature else 2))
     report = simulation.report.as_dict()
     assert report["evictions"] == [] and not report["pipelined"]
+
+
+def test_plans_sharing_refusals_learnt_from_a_young_pod_are_not_carried() -> None:
+    """Gang G (minMember 2, queue qc) may not go whole in session one: G-1 is younger
+    than reclaim's minRuntime. qa's reclaimer learns that (and reads the clock); qb's,
+    sharing qa's refused gangs, finds no plan on either node without reading it. In
+    session two G-1 has come of age: qb's reclaimer must plan again and take G whole,
+    not trust the nodes it found without a plan."""
+    conf = RECLAIM + """configurations:
+- name: reclaim
+  arguments: {minRuntime: 10m}
+"""
+    created = "2025-01-01T00:00:00Z"
+
+    def started(obj: dict[str, Any], at: str) -> dict[str, Any]:
+        obj["status"]["startTime"] = at
+        return obj
+
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        *(b.queue(name, reclaimable=True) for name in ("qa", "qb", "qc")),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "1"}) for i in range(2)),
+        b.podgroup("G", 2, queue="qc", priority_class="low", phase="Running"),
+        started(b.pod("G-0", group="G", queue="qc", node_name="n0", priority_class="low",
+                      creation=created, **{GPU: "1"}), created),
+        # 9m59s before the clock of session one, past 10m in session two
+        started(b.pod("G-1", group="G", queue="qc", node_name="n1", priority_class="low",
+                      creation=created, **{GPU: "1"}), "2025-01-01T00:50:01Z")]
+    for q in ("qa", "qb"):
+        objects += [b.podgroup(f"want-{q}", 1, queue=q, priority_class="high",
+                               phase="Inqueue", creation="2025-01-01T01:00:00Z"),
+                    b.pod(f"want-{q}", group=f"want-{q}", queue=q, priority_class="high",
+                          creation="2025-01-01T01:00:00Z", **{GPU: "1"})]
+    simulation = Simulation(parse_conf(conf, "test"))
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+    simulation.step()
+    assert simulation.report.as_dict()["evictions"] == []
+    simulation.cache.delete_pod("default/want-qa")
+    simulation.step()
+    report = simulation.report.as_dict()
+    assert sorted(e["pod"] for e in report["evictions"]) == ["default/G-0", "default/G-1"]
+    assert report["pipelined"] == {"default/want-qb": "n0"}

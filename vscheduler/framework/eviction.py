@@ -313,8 +313,10 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
                     gives: Callable[[str], bool]) -> Iterable[Node]:
     """The nodes to plan on, best scored first or in node order, less those where a
     preemptor alike found no plan and that have not changed since; within a job, only
-    the nodes holding its tasks. Nodes to score first are those holding a pod of a job
-    the rule may take from (`gives`): scoring the others would be wasted."""
+    the nodes holding its tasks. Of the nodes to try best scored first, only those
+    holding a pod of a job the rule may take from (`gives`) are scored and tried (no
+    plan can be made on the others), though batch scores are still taken over all of
+    them, so that the order is what it would be with them (`node_scores`)."""
     worth = memo.unsettled(session.node_list)
     if policy.within is not None:
         worth = [n for n in worth if n.name in policy.within]
@@ -324,12 +326,12 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
         memo.by_node.update((n.name, None) for n in worth if n.name not in hosts)
         worth = [n for n in worth if n.name in hosts]
     if policy.best_node_first:  # scores are judged among the candidates worth a look
-        candidates = [n for n in eviction_candidates(session, preemptor, worth, refused)
-                      if any(gives(t.job_id) for t, _ in n.tasks.values())]
-        if len(candidates) < len(worth):
-            chosen = {n.name for n in candidates}
+        candidates = list(eviction_candidates(session, preemptor, worth, refused))
+        giving = [n for n in candidates if any(gives(t.job_id) for t, _ in n.tasks.values())]
+        if len(giving) < len(worth):
+            chosen = {n.name for n in giving}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
-        return best_first(session, preemptor, candidates)
+        return best_first(session, preemptor, giving, batch_over=candidates)
     skip = unresolvable_nodes(session, preemptor)
     return (n for n in worth if n.name not in skip)
 
@@ -474,19 +476,18 @@ class PlanMemo:
         stale, touched = _stale(session, names)
         touched.update(snapshot.changed_jobs)
         # Refusals a preemptor passed over for its minimum runtime helped learn hold for
-        # its session's clock only, and may be shared with plans that are carried.
+        # its session's clock only: no plans sharing them are carried, since their nodes
+        # without a plan may rest on them.
         clocked = {id(p.refused) for p in kept.plans.values() if p.clocked}
         self.refusals = {key: refused for key, refused in kept.refusals.items()
                          if id(refused) not in clocked}
         for key, plans in kept.plans.items():
-            if plans.clocked:
-                continue
+            if plans.clocked or id(plans.refused) in clocked:
+                continue  # (what it learnt from such refusals, its nodes without a plan too)
             # (taken over, not copied: `kept` is done with; settled again in case its
             # session ended without `settle`, a failed one, say)
             plans.settle()
             self.plans[key] = plans
-            if id(plans.refused) in clocked:
-                plans.refused = set()
             plans.refused.difference_update(touched)
             for node in stale:
                 plans.forget(node)
@@ -861,12 +862,12 @@ class WholeJobs:
     def closed(self, node: Node, own_job: str, jobs: Mapping[str, Job],
                whole_job: Callable[[Job], list[Task] | None]) -> bool:
         """Whether every pod on `node` is of a job closed to a gang-safe plan: one the
-        rule takes nothing from, or a gang at or below its minMember (not the
-        preemptor's own job) that may not go whole (`whole_job`), so that each of its
-        pods would break it. Then no plan can be made there: `_plan_on_node` would
-        find no pod to take alone and no gang to take whole. Judged per job, asked
-        once per job (a full cluster's nodes hold a few gangs each), not per pod.
-        False without `gives`."""
+        rule takes nothing from, or a gang with more than one pod placed but no more
+        than its minMember (not the preemptor's own job), so that each of its pods
+        would break it, that may not go whole (`whole_job`). Then no plan can be made
+        there: `_plan_on_node` would find no pod to take alone and no gang to take
+        whole. Judged per job, asked once per job (a full cluster's nodes hold a few
+        gangs each), not per pod. False without `gives`."""
         gives = self.gives
         if gives is None:
             return False

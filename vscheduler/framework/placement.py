@@ -140,15 +140,19 @@ def predicate_nodes(
 
 
 def node_scores(session: Session, task: Task, nodes: list[Node],
-                with_batch: bool = True) -> list[float]:
+                with_batch: bool = True, batch_over: list[Node] | None = None
+                ) -> list[float]:
     """What each of `nodes` scores for `task`: the plugins' `node_order` summed, plus
-    their `batch_node_order` unless `with_batch` is off. A NaN or infinite score counts
-    as 0: it would leave the nodes' order undefined (NaN compares false with every
-    number), and decisions must not depend on where it falls."""
+    their `batch_node_order` unless `with_batch` is off, taken over `batch_over` if
+    given (batch scores are normalised over the nodes scored together: a caller that
+    leaves out nodes it knows it will not use keeps them in that set, so the others
+    score as if it had not). A NaN or infinite score counts as 0: it would leave the
+    nodes' order undefined (NaN compares false with every number), and decisions must
+    not depend on where it falls."""
     if not session.has_node_order:
         return [0.0] * len(nodes)
     node_order = session.node_order
-    batch = session.batch_node_order(task, nodes) \
+    batch = session.batch_node_order(task, nodes if batch_over is None else batch_over) \
         if with_batch and session.has_batch_node_order else None
     scores = []
     for node in nodes:
@@ -168,11 +172,13 @@ def select_best_node(session: Session, task: Task, nodes: list[Node]) -> Node:
     return nodes[max(range(len(nodes)), key=scores.__getitem__)]  # max keeps the first
 
 
-def best_first(session: Session, task: Task, nodes: list[Node]) -> list[Node]:
-    """`nodes` best scored first; ties keep their order."""
+def best_first(session: Session, task: Task, nodes: list[Node],
+               batch_over: list[Node] | None = None) -> list[Node]:
+    """`nodes` best scored first (batch scores taken over `batch_over` if given:
+    `node_scores`); ties keep their order."""
     if len(nodes) < 2 or not session.has_node_order:
         return nodes
-    scores = node_scores(session, task, nodes)
+    scores = node_scores(session, task, nodes, batch_over=batch_over)
     return [nodes[i] for i in sorted(range(len(nodes)), key=lambda i: -scores[i])]
 
 

@@ -207,8 +207,9 @@ class Session:
         # shape only if every such plugin says it reads nothing else
         # (hookspecs.offers_by_signature).
         self.offers_by_signature: Callable[[], bool] = bound["offers_by_signature"]
+        by_signature = [fn for fn in flat("offers_by_signature") if fn.__self__ in offerers]
         self.shares_refusals = self.shares_plans and offerers <= {
-            fn.__self__ for fn in flat("offers_by_signature")} and self.offers_by_signature()
+            fn.__self__ for fn in by_signature} and all(fn() for fn in by_signature)
         # ... and carried into the next session only if every plugin that offers or
         # orders victims says what else they read (hookspecs.victim_state).
         deciders = offerers | {fn.__self__ for hook in ORDER_HOOKS for fn in flat(hook)}
