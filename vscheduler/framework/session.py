@@ -285,6 +285,7 @@ class Session:
             return None
         job = self.jobs[task.job_id]
         own = job.uid if job.count(_PLACED) else ""
+        # (placement, job and queue first: `refusal_signature` keeps what follows them)
         return (placement, own, job.queue, task.best_effort,
                 *self._preemptor_signature(task))
 
