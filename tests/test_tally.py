@@ -50,6 +50,25 @@ def test_kept_sums_equal_a_recount(steps):
         assert tally.parts == fresh.parts
 
 
+@given(st.lists(steps, max_size=6))
+def test_kept_sums_equal_a_recount_when_many_change_at_once(batches):
+    """A snapshot's changed jobs come together, some named twice: all are taken away,
+    then added, and the sums still equal a recount."""
+    tally = Tally("jobs", None, 2, _count)
+    world: dict[str, Any] = {}
+    for batch in batches:
+        for name, obj in batch:
+            if obj is None:
+                world.pop(name, None)
+            else:
+                world[name] = obj
+        tally.update(world, [name for name, _ in batch])
+        fresh = tally.recounted(world)
+        assert _exact(tally) == _exact(fresh)
+        assert tally.members == fresh.members
+        assert tally.parts == fresh.parts
+
+
 def test_a_scalar_named_at_zero_stays_while_a_member_names_it():
     tally = Tally("jobs", None, 1, lambda obj: ("q", (obj,)))
     world = {"a": Resource(1, 0, {"nvidia.com/gpu": 0}), "b": Resource(1, 0, {"x/y": 5})}

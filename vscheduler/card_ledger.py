@@ -346,6 +346,13 @@ class CardLedger:
         held_cards, used_cards, elastic_cards = held.scalars, used.scalars, elastic.scalars
         placed_cards = facts.cards.scalars
         spare_from = job.min_available
+        # When every live task is placed, its minimum's cards are those of its first
+        # minMember placed tasks, in the same order (`_minimum_cards`): counted here,
+        # not in a second pass over the job.
+        minimum_cards: dict[str, float] | None = None
+        if job.uid not in self._minimums and placed and job.count(~DONE) == len(placed):
+            minimum_cards = {}
+        minimum_from = max(spare_from, 1)
         for index, task in enumerate(placed):
             cards = self.task(task)
             resreq = task.resreq
@@ -355,6 +362,11 @@ class CardLedger:
                 held.cpu += resreq.cpu
                 held.memory += resreq.memory
             card = self.card_on(cards, task.node_name)
+            if minimum_cards is not None and index < minimum_from:
+                if not task.node_name:
+                    minimum_cards = None  # (`_minimum_cards` reads such a task)
+                elif card is not None and cards.error is None:
+                    minimum_cards[card] = minimum_cards.get(card, 0.0) + cards.amount
             if card is None:
                 continue
             amount = cards.amount
@@ -364,7 +376,7 @@ class CardLedger:
                 elastic_cards[card] = elastic_cards.get(card, 0.0) + amount
             if task.status & PLACED_FOR_GOOD:
                 placed_cards[card] = placed_cards.get(card, 0.0) + amount
-        need = self.minimum(job)[0]
+        need = self.minimum(job, minimum_cards)[0]
         minimum = self.quota_view(need)
         # What a job holds beyond its minimum could be given back: it does not count
         # against admitting others (cpu and memory: all of it for a job without
@@ -580,12 +592,13 @@ class CardLedger:
 
     # ---------------------------------------------------------------- jobs
 
-    def minimum(self, job: Job) -> tuple[Resource, str | None]:
+    def minimum(self, job: Job, cards: dict[str, float] | None = None
+                ) -> tuple[Resource, str | None]:
         """What the job minimally needs: cpu and memory of minResources; cards from its
         card request annotation while it has no pods, else from its first minMember
         pods (a pod placed counts its node's card, one not placed the cards it accepts,
         as an `A|B` key). With why the card request cannot be used, if so (then no
-        cards are counted)."""
+        cards are counted). `cards`: those cards, when the caller counted them."""
         known = self._minimums.get(job.uid)
         if known is not None:
             return known
@@ -594,7 +607,7 @@ class CardLedger:
             minimum.cpu, minimum.memory = job.min_resources.cpu, job.min_resources.memory
         error = None
         try:
-            minimum.scalars = self._minimum_cards(job)
+            minimum.scalars = self._minimum_cards(job) if cards is None else cards
         except CardError as err:
             error = f"Job {job.uid}: {err}"
         known = self._minimums[job.uid] = (minimum, error)

@@ -928,3 +928,47 @@ def test_tidal_training_never_reclaims_and_inference_never_reclaims_inference():
                 "training" if running else "inference")
     evicted = {e["for"] for e in simulate(turned, TIDAL_CONF, sessions=1)["evictions"]}
     assert evicted == {"default/late-train", "default/infer-a"}
+
+
+# --------------------------------------------------------------------------- minimums
+
+
+@st.composite
+def gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Card nodes (one without cards) and gangs whose pods are running on them (or
+    running on no node), pending, done or of another card, with minMember below, at or
+    above their pod count."""
+    objects: list[dict[str, Any]] = [priority_class("pc-high", 80000),
+                                     priority_class("pc-low", 20000),
+                                     card_queue("qa", {H200: 8, RTX: 8})]
+    nodes = ["h200-1", "rtx-1", "plain-1"]
+    objects += [gpu_node("h200-1", H200), gpu_node("rtx-1", RTX),
+                node("plain-1", cpu="64", memory="512Gi", **{GPU: "8"})]
+    for g in range(draw(st.integers(1, 4))):
+        pods = draw(st.integers(1, 5))
+        objects.append(podgroup(f"g{g}", draw(st.integers(0, pods + 1)), queue="qa",
+                                phase="Running"))
+        for i in range(pods):
+            where = draw(st.sampled_from([*nodes, None]))
+            # (a pod Running with no node is malformed, but read as running)
+            phase = draw(st.sampled_from(["Running", "Succeeded", "Failed"] if where
+                                         else [None, None, "Running"]))
+            objects.append(card_pod(
+                f"g{g}-{i}", draw(st.sampled_from([H200, RTX, EITHER_4090, "A||B", None])),
+                draw(st.integers(0, 2)), group=f"g{g}", queue="qa", node_name=where,
+                phase=phase, priority_class=draw(st.sampled_from(["pc-high", "pc-low"]))))
+    return objects
+
+
+@settings(max_examples=150, deadline=None)
+@given(gang_clusters())
+def test_the_minimum_counted_at_open_is_the_one_read_from_the_job(objects):
+    """At the open, a job whose live pods are all placed has its minimum's cards
+    counted in the same pass as what it holds; they are those `_minimum_cards` reads
+    from the job afresh, whatever its pods' cards, places and states."""
+    session = open_session(objects, CONF)
+    ledger = plugin_of(session).ledger
+    for job in session.jobs.values():
+        minimum, error = ledger.minimum(job)
+        if error is None:
+            assert minimum.scalars == ledger._minimum_cards(job), job.uid
