@@ -335,7 +335,8 @@ class CardLedger:
     def _job_cards(self, job: Job) -> JobCards:
         """What `job` counts (`JobCards`), in one pass over its placed tasks: each task's
         charge (`charge`) summed in place, the cards of those placed for good beside
-        (`_placed_cards`). Run for every job of the cluster at the first open, so it
+        (`_placed_cards`), and, when every live task is placed, the cards of its
+        minimum (`minimum`). Run for every job of the cluster at the first open, so it
         makes no resource per task."""
         facts = JobCards()
         placed = sorted(job.tasks_in(ALLOCATED_STATUSES), key=_task_rank)
@@ -346,9 +347,9 @@ class CardLedger:
         held_cards, used_cards, elastic_cards = held.scalars, used.scalars, elastic.scalars
         placed_cards = facts.cards.scalars
         spare_from = job.min_available
-        # When every live task is placed, its minimum's cards are those of its first
-        # minMember placed tasks, in the same order (`_minimum_cards`): counted here,
-        # not in a second pass over the job.
+        # When every live task is placed, the minimum's cards (`_minimum_cards`) are
+        # those of its first max(minMember, 1) placed tasks in this order: counted
+        # here, not in a second sorted pass over the job.
         minimum_cards: dict[str, float] | None = None
         if job.uid not in self._minimums and placed and job.count(~DONE) == len(placed):
             minimum_cards = {}
@@ -364,7 +365,9 @@ class CardLedger:
             card = self.card_on(cards, task.node_name)
             if minimum_cards is not None and index < minimum_from:
                 if not task.node_name:
-                    minimum_cards = None  # (`_minimum_cards` reads such a task)
+                    # (no node: it counts the cards it accepts, as `_minimum_cards`
+                    # reads them)
+                    minimum_cards = None
                 elif card is not None and cards.error is None:
                     minimum_cards[card] = minimum_cards.get(card, 0.0) + cards.amount
             if card is None:
@@ -598,7 +601,8 @@ class CardLedger:
         card request annotation while it has no pods, else from its first minMember
         pods (a pod placed counts its node's card, one not placed the cards it accepts,
         as an `A|B` key). With why the card request cannot be used, if so (then no
-        cards are counted). `cards`: those cards, when the caller counted them."""
+        cards are counted). `cards`: those cards, counted by the caller as
+        `_minimum_cards` would (not read when the minimum is known already)."""
         known = self._minimums.get(job.uid)
         if known is not None:
             return known

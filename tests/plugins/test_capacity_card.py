@@ -21,6 +21,7 @@ from tests.builders import (
     simulate,
 )
 from tests.invariants import run_checked
+from vscheduler.card_ledger import CardLedger
 from vscheduler.framework.session import Session
 from vscheduler.hookspecs import PERMIT, Reject
 from vscheduler.model import Task, TaskStatus
@@ -935,9 +936,9 @@ def test_tidal_training_never_reclaims_and_inference_never_reclaims_inference():
 
 @st.composite
 def gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Card nodes (one without cards) and gangs whose pods are running on them (or
-    running on no node), pending, done or of another card, with minMember below, at or
-    above their pod count."""
+    """Card nodes (one without cards) and gangs whose pods are running, bound, unknown
+    or being deleted on them (or running on no node), pending, done or of another card,
+    with minMember below, at or above their pod count."""
     objects: list[dict[str, Any]] = [priority_class("pc-high", 80000),
                                      priority_class("pc-low", 20000),
                                      card_queue("qa", {H200: 8, RTX: 8})]
@@ -950,13 +951,17 @@ def gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
                                 phase="Running"))
         for i in range(pods):
             where = draw(st.sampled_from([*nodes, None]))
-            # (a pod Running with no node is malformed, but read as running)
-            phase = draw(st.sampled_from(["Running", "Succeeded", "Failed"] if where
-                                         else [None, None, "Running"]))
-            objects.append(card_pod(
+            # (a pod Running with no node is malformed, but read as running; one on a
+            # node may be live and not placed: Unknown, or Releasing once deleted)
+            phase = draw(st.sampled_from(["Running", "Pending", "Unknown", "Succeeded",
+                                          "Failed"] if where else [None, None, "Running"]))
+            made = card_pod(
                 f"g{g}-{i}", draw(st.sampled_from([H200, RTX, EITHER_4090, "A||B", None])),
                 draw(st.integers(0, 2)), group=f"g{g}", queue="qa", node_name=where,
-                phase=phase, priority_class=draw(st.sampled_from(["pc-high", "pc-low"]))))
+                phase=phase, priority_class=draw(st.sampled_from(["pc-high", "pc-low"])))
+            if where and draw(st.booleans()):
+                made["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            objects.append(made)
     return objects
 
 
@@ -972,3 +977,24 @@ def test_the_minimum_counted_at_open_is_the_one_read_from_the_job(objects):
         minimum, error = ledger.minimum(job)
         if error is None:
             assert minimum.scalars == ledger._minimum_cards(job), job.uid
+
+
+def test_a_running_gang_is_not_read_a_second_time_for_its_minimum(monkeypatch):
+    """The open counts a gang whose pods all run in one pass: its minimum is not read
+    again from the job (a first session counts every job of the cluster)."""
+    read_again: list[str] = []
+    minimum_cards = CardLedger._minimum_cards
+
+    def spy(ledger: CardLedger, job: Any) -> dict[str, float]:
+        read_again.append(job.uid)
+        return minimum_cards(ledger, job)
+
+    monkeypatch.setattr(CardLedger, "_minimum_cards", spy)
+    objects = [priority_class("pc-low", 20000), card_queue("qa", {H200: 8}),
+               gpu_node("h200-1", H200), podgroup("g", 2, queue="qa", phase="Running"),
+               *(card_pod(f"g-{i}", H200, 1, group="g", queue="qa", node_name="h200-1",
+                          phase="Running", priority_class="pc-low") for i in range(3))]
+    session = open_session(objects, CONF)
+    job = session.jobs["default/g"]
+    assert plugin_of(session).ledger.minimum(job)[0].scalars == {H200: 2000.0}
+    assert read_again == []
