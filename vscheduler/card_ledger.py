@@ -351,7 +351,7 @@ class CardLedger:
         # those of its first max(minMember, 1) placed tasks in this order: counted
         # here, not in a second sorted pass over the job.
         minimum_cards: dict[str, float] | None = None
-        if job.uid not in self._minimums and placed and job.count(~DONE) == len(placed):
+        if placed and job.count(~DONE) == len(placed):
             minimum_cards = {}
         minimum_from = max(spare_from, 1)
         for index, task in enumerate(placed):
