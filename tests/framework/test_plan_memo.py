@@ -94,13 +94,10 @@ def test_plans_are_shared_only_when_every_plugin_offering_victims_signs() -> Non
     from vscheduler.conf import PluginOption, SchedulerConf
     from vscheduler.framework.session import Session
     from vscheduler.hookspecs import hookimpl
+    from vscheduler.plugin import Plugin
 
-    class Unsigned:
+    class Unsigned(Plugin):
         name = "unsigned"
-        arguments = ()
-
-        def __init__(self, args: dict) -> None:
-            self.args = args
 
         @hookimpl
         def reclaimable(self, reclaimer: Any, candidates: list) -> list | None:
@@ -282,13 +279,10 @@ def _refusing(by_signature: bool) -> type:
     """A plugin that signs its offers and offers no pod of a whole gang, saying (or not)
     that its offers read nothing of the reclaimer beyond its signature."""
     from vscheduler.hookspecs import hookimpl
+    from vscheduler.plugin import Plugin
 
-    class Refusing:
+    class Refusing(Plugin):
         name = "refusing"
-        arguments = ()
-
-        def __init__(self, args: dict) -> None:
-            self.args = args
 
         @hookimpl
         def preemptor_signature(self, task: Any) -> None:
