@@ -111,3 +111,64 @@ def test_lists_in_pages_and_starts_over_when_the_list_is_refused(server: FakeApi
         stop.set()
         thread.join(timeout=5)
         api.close()
+
+
+def test_the_next_page_is_asked_for_while_a_page_is_handed_on(server: FakeApiServer):
+    # The sink holds the first item until the server has been asked for the second
+    # page: listing one page after another, it would wait for ever.
+    server.create_all([pod(f"p{i}", cpu="1") for i in range(5)])
+    api = client.ApiClient(client.Configuration(host=server.url))
+    fed, stop = Fed(), threading.Event()
+    asked_on: list[bool] = []
+
+    def sink(kind: str, event_type: str, obj: dict) -> None:
+        if not asked_on:
+            try:
+                wait_for(lambda: len(server.requests("GET", r"/api/v1/pods$",
+                                                     watch=False)) >= 2, timeout=3)
+                asked_on.append(True)
+            except AssertionError:
+                asked_on.append(False)
+        fed.sink(kind, event_type, obj)
+
+    reflector = Reflector(api, "Pod", sink, stop, watch_timeout=5, backoff=(0.05, 0.2),
+                          page_size=2)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(reflector.synced.is_set, timeout=10)
+        assert asked_on == [True]
+        assert [e[2] for e in fed.events] == [f"p{i}" for i in range(5)]
+        assert reflector.lists == 1
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        api.close()
+
+
+def test_a_page_that_fails_midway_starts_the_list_over(server: FakeApiServer):
+    server.create_all([pod(f"p{i}", cpu="1") for i in range(7)])
+    api = client.ApiClient(client.Configuration(host=server.url))
+    fed, stop = Fed(), threading.Event()
+
+    def sink(kind: str, event_type: str, obj: dict) -> None:
+        if not fed.events:  # a later page of this list fails
+            server.fail("GET", r"/api/v1/pods$", 500, times=1, watch=False)
+        fed.sink(kind, event_type, obj)
+
+    reflector = Reflector(api, "Pod", sink, stop, watch_timeout=5, backoff=(0.05, 0.2),
+                          page_size=2)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(reflector.synced.is_set, timeout=10)
+        lists = server.requests("GET", r"/api/v1/pods$", watch=False)
+        assert len(lists) > 4  # (4 pages, one failed, and the list again)
+        assert {f"default/p{i}" for i in range(7)} == set(fed.cache.tasks)
+        assert reflector.known == {f"default/p{i}" for i in range(7)}
+        assert reflector.lists == 1
+        assert not [e for e in fed.events if e[1] != "ADDED"]
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        api.close()

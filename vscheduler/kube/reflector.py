@@ -3,12 +3,13 @@
 A `Reflector` lists the kind in pages of `page_size` (limit/continue, as client-go: the
 50,000 pods of a large cluster are hundreds of megabytes as one response; raw JSON, as
 the client's model objects cost many times a plain `json.loads` and the cache keeps its
-own objects), hands every item on as ADDED,
-then watches from the list's resourceVersion, with bookmarks. When the API server says
-the resourceVersion is too old (410 Gone) it lists again, and hands on DELETED for what
-disappeared in between. Errors and a server that is away are retried with exponential
-backoff. Events go to `sink(kind, type, object)`, called from the reflector's thread:
-the daemon queues them for the scheduling loop, the only writer of the cache.
+own objects; the next page asked for while one is handed on), hands every item on as
+ADDED, then watches from the list's resourceVersion, with bookmarks. When the API server
+says the resourceVersion is too old (410 Gone) it lists again, and hands on DELETED for
+what disappeared in between. Errors and a server that is away are retried with
+exponential backoff. Events go to `sink(kind, type, object)`, called from the
+reflector's thread: the daemon queues them for the scheduling loop, the only writer of
+the cache.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -118,23 +120,35 @@ class Reflector:
             self.path, "GET", query_params=query, _preload_content=False,
             _request_timeout=timeout, auth_settings=["BearerToken"])
 
+    def _page(self, token: str) -> dict:
+        query: list[tuple[str, Any]] = [("limit", self.page_size)]
+        if token:
+            query.append(("continue", token))
+        return json.loads(self._request(query, 60).data)
+
     def _list(self) -> None:
         """List page by page (all pages are one consistent snapshot; a continue token
-        that expired is a 410, and the whole list starts over)."""
+        that expired is a 410, and the whole list starts over). The next page is asked
+        for, in a thread of its own, while this one's items are handed on: the API
+        server answers it meanwhile instead of waiting on us (against the test
+        stand-in, its part is a third of listing 50,000 pods)."""
         seen = set()
-        token = ""
-        while True:
-            query: list[tuple[str, Any]] = [("limit", self.page_size)]
-            if token:
-                query.append(("continue", token))
-            data = json.loads(self._request(query, 60).data)
-            for item in data.get("items") or []:
-                seen.add(_key(item))
-                self.sink(self.kind, "ADDED", item)
-            meta = data.get("metadata") or {}
-            token = str(meta.get("continue") or "")
-            if not token:
-                break
+        fetcher = ThreadPoolExecutor(1, thread_name_prefix=f"list-{self.kind}")
+        try:
+            data = self._page("")
+            while True:
+                meta = data.get("metadata") or {}
+                token = str(meta.get("continue") or "")
+                following = fetcher.submit(self._page, token) if token else None
+                for item in data.get("items") or []:
+                    seen.add(_key(item))
+                    self.sink(self.kind, "ADDED", item)
+                if following is None:
+                    break
+                data = following.result()
+        finally:
+            # (a page still asked for when handing on failed is left to end alone)
+            fetcher.shutdown(wait=False, cancel_futures=True)
         self.lists += 1
         for gone in sorted(self.known - seen):
             namespace, name = gone.split("/", 1)
