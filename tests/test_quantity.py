@@ -270,3 +270,31 @@ def test_any_number_or_text_is_a_bounded_fraction_or_a_quantity_error(raw: objec
     except QuantityError:
         return
     assert abs(result) <= 10**30
+
+
+@FAST
+@given(st.one_of(st.text(alphabet="0123456789.eEkKmMGgiI+- ", max_size=10),
+                 st.sampled_from(["1", "500m", "4Gi", "1e3", "0.1", "x"])))
+def test_a_string_read_again_reads_as_parsed_afresh(text: str) -> None:
+    # milli_value and value keep what a string read; a second read (from that memory)
+    # equals the exact parse rounded up, and a string that is no quantity is refused
+    # every time.
+    try:
+        exact = parse_quantity(text)
+    except QuantityError:
+        for _ in range(2):
+            with pytest.raises(QuantityError):
+                milli_value(text)
+            with pytest.raises(QuantityError):
+                value(text)
+        return
+    for _ in range(2):
+        assert milli_value(text) == -((-exact * 1000).numerator // (exact * 1000).denominator)
+        assert value(text) == -((-exact).numerator // exact.denominator)
+
+
+def test_a_string_read_once_is_not_confused_with_a_number() -> None:
+    assert milli_value("1") == 1000
+    with pytest.raises(QuantityError):
+        milli_value(True)
+    assert value(1.5) == 2 and value("1.5") == 2

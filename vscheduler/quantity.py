@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from vscheduler.textinput import brief
 
@@ -95,11 +96,29 @@ def _ceil(number: Fraction) -> int:
 
 def milli_value(text: object) -> int:
     """The quantity in thousandths, rounded up (Kubernetes' `MilliValue`)."""
+    if type(text) is str:
+        return _milli_of_text(text)
     return _ceil(parse_quantity(text) * 1000)
 
 
 def value(text: object) -> int:
     """The quantity in whole units, rounded up (Kubernetes' `Value`)."""
+    if type(text) is str:
+        return _value_of_text(text)
+    return _ceil(parse_quantity(text))
+
+
+# The pods of a cluster repeat a few quantity strings ("1", "500m", "4Gi"): each is
+# parsed once, not once per pod (parsing exactly costs most of reading a pod). Only
+# strings are kept (a YAML number may be `True`, which hashes as 1 and is no quantity);
+# one that is not a quantity raises every time and is not kept.
+@lru_cache(maxsize=4096)
+def _milli_of_text(text: str) -> int:
+    return _ceil(parse_quantity(text) * 1000)
+
+
+@lru_cache(maxsize=4096)
+def _value_of_text(text: str) -> int:
     return _ceil(parse_quantity(text))
 
 
