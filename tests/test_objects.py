@@ -206,3 +206,22 @@ def test_a_bad_disruption_budget_is_refused_naming_the_field(spec: dict, words: 
     from vscheduler.objects import BadObject, parse_disruption_budget
     with pytest.raises(BadObject, match=words):
         parse_disruption_budget(_pdb(spec))
+
+
+def test_pods_that_read_the_same_labels_and_annotations_share_them():
+    # The pods of one job carry the same maps: read once, kept once (never changed).
+    first = parse_pod(pod("g-0", group="g", labels={"app": "x"}, annotations={"a": "1"}))
+    second = parse_pod(pod("g-1", group="g", labels={"app": "x"}, annotations={"a": "1"}))
+    other = parse_pod(pod("h-0", group="h", labels={"app": "y"}, annotations={"a": "1"}))
+    assert second.pod.annotations is first.pod.annotations
+    assert second.pod.labels is first.pod.labels
+    assert other.pod.labels is not first.pod.labels
+    assert other.pod.labels == {"app": "y"} and first.pod.labels == {"app": "x"}
+    assert other.pod.annotations is not first.pod.annotations  # (the group differs)
+    assert first.group == "g" and other.group == "h"
+
+
+def test_maps_read_after_many_others_are_still_read_right():
+    # Past the number kept, what is kept is dropped; every pod still reads its own.
+    read = [parse_pod(pod(f"p{i}", labels={"n": str(i % 5000)})) for i in range(10_000)]
+    assert [p.pod.labels["n"] for p in read] == [str(i % 5000) for i in range(10_000)]

@@ -94,6 +94,10 @@ def _list(obj: Any, where: str) -> list:
 # clusters of tens of thousands of pods (lists read become tuples, and the empty tuple
 # is one object already).
 _NO_STRINGS: dict[str, str] = {}
+# The string maps read lately, shared by the objects that read the same: the pods of one
+# job (listed one after another) carry the same labels and annotations. Cleared when
+# full, which keeps it small and safe to use from several watch threads at once.
+_RECENT_STRINGS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
 _SHARED_REQUESTS: dict[tuple, Resource] = {}
 
 
@@ -115,8 +119,16 @@ def _str_map(obj: Any, where: str) -> dict[str, str]:
     mapping = _map(obj, where)
     if not mapping:
         return _NO_STRINGS
-    return {sys.intern(str(key)): "" if value is None else _scalar(value, f"{where}.{key}")
+    read = {sys.intern(str(key)): "" if value is None else _scalar(value, f"{where}.{key}")
             for key, value in mapping.items()}
+    items = tuple(read.items())
+    shared = _RECENT_STRINGS.get(items)
+    if shared is not None:
+        return shared
+    if len(_RECENT_STRINGS) >= 4096:
+        _RECENT_STRINGS.clear()
+    _RECENT_STRINGS[items] = read
+    return read
 
 
 def _labels(meta: dict) -> dict[str, str]:
