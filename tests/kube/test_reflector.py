@@ -120,6 +120,8 @@ def test_the_next_page_is_asked_for_while_a_page_is_handed_on(server: FakeApiSer
     api = client.ApiClient(client.Configuration(host=server.url))
     fed, stop = Fed(), threading.Event()
     asked_on: list[bool] = []
+    # whether each later page was asked for from a daemon thread (never holding up exit)
+    fetching: list[bool] = []
 
     def sink(kind: str, event_type: str, obj: dict) -> None:
         if not asked_on:
@@ -133,11 +135,20 @@ def test_the_next_page_is_asked_for_while_a_page_is_handed_on(server: FakeApiSer
 
     reflector = Reflector(api, "Pod", sink, stop, watch_timeout=5, backoff=(0.05, 0.2),
                           page_size=2)
+    page = reflector._page
+
+    def noted_page(token: str) -> dict:
+        if token:
+            fetching.append(threading.current_thread().daemon)
+        return page(token)
+
+    reflector._page = noted_page  # type: ignore[method-assign]
     thread = threading.Thread(target=reflector.run, daemon=True)
     thread.start()
     try:
         wait_for(reflector.synced.is_set, timeout=10)
         assert asked_on == [True]
+        assert fetching == [True, True]  # (pages 2 and 3)
         assert [e[2] for e in fed.events] == [f"p{i}" for i in range(5)]
         assert reflector.lists == 1
     finally:
