@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.builders import pod, podgroup
+from vscheduler import objects
 from vscheduler.cache import Cache
 from vscheduler.objects import parse_pod, parse_podgroup
 
@@ -208,8 +209,9 @@ def test_a_bad_disruption_budget_is_refused_naming_the_field(spec: dict, words: 
         parse_disruption_budget(_pdb(spec))
 
 
-def test_pods_that_read_the_same_labels_and_annotations_share_them():
+def test_pods_that_read_the_same_labels_and_annotations_share_them(monkeypatch):
     # The pods of one job carry the same maps: read once, kept once (never changed).
+    monkeypatch.setattr(objects, "_RECENT_STRINGS", {})  # (none kept by earlier tests)
     first = parse_pod(pod("g-0", group="g", labels={"app": "x"}, annotations={"a": "1"}))
     second = parse_pod(pod("g-1", group="g", labels={"app": "x"}, annotations={"a": "1"}))
     other = parse_pod(pod("h-0", group="h", labels={"app": "y"}, annotations={"a": "1"}))
@@ -225,3 +227,13 @@ def test_maps_read_after_many_others_are_still_read_right():
     # Past the number kept, what is kept is dropped; every pod still reads its own.
     read = [parse_pod(pod(f"p{i}", labels={"n": str(i % 5000)})) for i in range(10_000)]
     assert [p.pod.labels["n"] for p in read] == [str(i % 5000) for i in range(10_000)]
+
+
+def test_a_large_map_is_read_but_not_kept(monkeypatch):
+    monkeypatch.setattr(objects, "_RECENT_STRINGS", {})
+    big = {"note": "x" * 10_000}
+    first = parse_pod(pod("a", annotations=big))
+    second = parse_pod(pod("b", annotations=big))
+    assert first.pod.annotations == second.pod.annotations == big
+    assert first.pod.annotations is not second.pod.annotations
+    assert not objects._RECENT_STRINGS.get(tuple(big.items()))

@@ -293,8 +293,15 @@ def test_a_string_read_again_reads_as_parsed_afresh(text: str) -> None:
         assert value(text) == -((-exact).numerator // exact.denominator)
 
 
-def test_a_string_read_once_is_not_confused_with_a_number() -> None:
-    assert milli_value("1") == 1000
+def test_what_is_remembered_is_not_confused_with_numbers_alike() -> None:
+    # 1.0, 1 and True hash alike: only strings are remembered, so True stays refused
+    class Text(str):
+        pass
+
+    assert milli_value(1.0) == 1000 and value(1) == 1 and milli_value("1") == 1000
     with pytest.raises(QuantityError):
         milli_value(True)
+    with pytest.raises(QuantityError):
+        value(True)
     assert value(1.5) == 2 and value("1.5") == 2
+    assert milli_value(Text("500m")) == 500 and value(Text("4Gi")) == 4 * 2**30

@@ -97,7 +97,10 @@ _NO_STRINGS: dict[str, str] = {}
 # The string maps read lately, shared by the objects that read the same: the pods of one
 # job (listed one after another) carry the same labels and annotations. Cleared when
 # full, which keeps it small and safe to use from several watch threads at once.
+# (A map of more characters is not kept: annotations may hold 256 KiB, and what is kept
+# may outlive its objects.)
 _RECENT_STRINGS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+_KEPT_MAP_CHARACTERS = 4096
 _SHARED_REQUESTS: dict[tuple, Resource] = {}
 
 
@@ -125,6 +128,8 @@ def _str_map(obj: Any, where: str) -> dict[str, str]:
     shared = _RECENT_STRINGS.get(items)
     if shared is not None:
         return shared
+    if sum(len(key) + len(value) for key, value in items) > _KEPT_MAP_CHARACTERS:
+        return read
     if len(_RECENT_STRINGS) >= 4096:
         _RECENT_STRINGS.clear()
     _RECENT_STRINGS[items] = read
