@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 from kubernetes import client
@@ -90,38 +91,49 @@ def test_the_api_server_away_for_a_while(server, fed):
     wait_for(lambda: "n2" in cache_of.cache.nodes, timeout=10)
 
 
-def test_lists_in_pages_and_starts_over_when_the_list_is_refused(server: FakeApiServer):
-    server.create_all([pod(f"p{i}", cpu="1") for i in range(5)])
-    server.fail("GET", r"/api/v1/pods$", 410, times=1, watch=False, in_stream=False)
+@contextmanager
+def pods_listed(server: FakeApiServer, sink: Callable[[str, str, dict], None]
+                ) -> Iterator[Reflector]:
+    """A Pod reflector listing `server` in pages of 2 into `sink`, once it has synced;
+    stopped afterwards."""
     api = client.ApiClient(client.Configuration(host=server.url))
-    fed, stop = Fed(), threading.Event()
-    reflector = Reflector(api, "Pod", fed.sink, stop, watch_timeout=5,
-                          backoff=(0.05, 0.2), page_size=2)
+    stop = threading.Event()
+    reflector = Reflector(api, "Pod", sink, stop, watch_timeout=5, backoff=(0.05, 0.2),
+                          page_size=2)
     thread = threading.Thread(target=reflector.run, daemon=True)
     thread.start()
     try:
-        wait_for(reflector.synced.is_set)
-        assert {f"default/p{i}" for i in range(5)} <= set(fed.cache.tasks)
-        lists = server.requests("GET", r"/api/v1/pods$", watch=False)
-        # refused once, then 3 pages of at most 2: the 2nd and 3rd continue the 1st
-        assert [r.query.get("limit") for r in lists] == ["2"] * 4
-        assert [bool(r.query.get("continue")) for r in lists] == [False, False, True, True]
-        assert reflector.lists == 1
+        wait_for(reflector.synced.is_set, timeout=10)
+        yield reflector
     finally:
         stop.set()
         thread.join(timeout=5)
         api.close()
 
 
-def test_the_next_page_is_asked_for_while_a_page_is_handed_on(server: FakeApiServer):
+def test_lists_in_pages_and_starts_over_when_the_list_is_refused(server: FakeApiServer):
+    server.create_all([pod(f"p{i}", cpu="1") for i in range(5)])
+    server.fail("GET", r"/api/v1/pods$", 410, times=1, watch=False, in_stream=False)
+    fed = Fed()
+    with pods_listed(server, fed.sink) as reflector:
+        assert {f"default/p{i}" for i in range(5)} <= set(fed.cache.tasks)
+        lists = server.requests("GET", r"/api/v1/pods$", watch=False)
+        # refused once, then 3 pages of at most 2: the 2nd and 3rd continue the 1st
+        assert [r.query.get("limit") for r in lists] == ["2"] * 4
+        assert [bool(r.query.get("continue")) for r in lists] == [False, False, True, True]
+        assert reflector.lists == 1
+
+
+def test_the_next_page_is_asked_for_while_a_page_is_handed_on(server: FakeApiServer,
+                                                              monkeypatch):
     # The sink holds the first item until the server has been asked for the second
     # page: listing one page after another, it would wait for ever.
     server.create_all([pod(f"p{i}", cpu="1") for i in range(5)])
-    api = client.ApiClient(client.Configuration(host=server.url))
-    fed, stop = Fed(), threading.Event()
+    fed = Fed()
     asked_on: list[bool] = []
-    # whether each later page was asked for from a daemon thread (never holding up exit)
-    fetching: list[bool] = []
+    # the thread each later page was asked for from: its own, a daemon (never holding
+    # up exit)
+    fetching: list[tuple[str, bool]] = []
 
     def sink(kind: str, event_type: str, obj: dict) -> None:
         if not asked_on:
@@ -133,53 +145,35 @@ def test_the_next_page_is_asked_for_while_a_page_is_handed_on(server: FakeApiSer
                 asked_on.append(False)
         fed.sink(kind, event_type, obj)
 
-    reflector = Reflector(api, "Pod", sink, stop, watch_timeout=5, backoff=(0.05, 0.2),
-                          page_size=2)
-    page = reflector._page
+    page = Reflector._page
 
-    def noted_page(token: str) -> dict:
+    def noted_page(reflector: Reflector, token: str) -> dict:
         if token:
-            fetching.append(threading.current_thread().daemon)
-        return page(token)
+            thread = threading.current_thread()
+            fetching.append((thread.name, thread.daemon))
+        return page(reflector, token)
 
-    reflector._page = noted_page  # type: ignore[method-assign]
-    thread = threading.Thread(target=reflector.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(reflector.synced.is_set, timeout=10)
+    monkeypatch.setattr(Reflector, "_page", noted_page)
+    with pods_listed(server, sink) as reflector:
         assert asked_on == [True]
-        assert fetching == [True, True]  # (pages 2 and 3)
+        assert fetching == [("list-Pod", True)] * 2  # (pages 2 and 3)
         assert [e[2] for e in fed.events] == [f"p{i}" for i in range(5)]
         assert reflector.lists == 1
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        api.close()
 
 
 def test_a_page_that_fails_midway_starts_the_list_over(server: FakeApiServer):
     server.create_all([pod(f"p{i}", cpu="1") for i in range(7)])
-    api = client.ApiClient(client.Configuration(host=server.url))
-    fed, stop = Fed(), threading.Event()
+    fed = Fed()
 
     def sink(kind: str, event_type: str, obj: dict) -> None:
         if not fed.events:  # a later page of this list fails
             server.fail("GET", r"/api/v1/pods$", 500, times=1, watch=False)
         fed.sink(kind, event_type, obj)
 
-    reflector = Reflector(api, "Pod", sink, stop, watch_timeout=5, backoff=(0.05, 0.2),
-                          page_size=2)
-    thread = threading.Thread(target=reflector.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(reflector.synced.is_set, timeout=10)
+    with pods_listed(server, sink) as reflector:
         lists = server.requests("GET", r"/api/v1/pods$", watch=False)
         assert len(lists) > 4  # (4 pages, one failed, and the list again)
         assert {f"default/p{i}" for i in range(7)} == set(fed.cache.tasks)
         assert reflector.known == {f"default/p{i}" for i in range(7)}
         assert reflector.lists == 1
         assert not [e for e in fed.events if e[1] != "ADDED"]
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        api.close()
