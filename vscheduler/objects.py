@@ -95,11 +95,11 @@ def _list(obj: Any, where: str) -> list:
 # is one object already).
 _NO_STRINGS: dict[str, str] = {}
 # The string maps read lately, shared by the objects that read the same: the pods of one
-# job (listed one after another) carry the same labels and annotations. Cleared when
-# full, which keeps it small and safe to use from several watch threads at once.
+# job (listed one after another) carry the same labels and annotations (`_shared`).
 # (A map of more characters is not kept: annotations may hold 256 KiB, and what is kept
 # may outlive its objects.)
 _RECENT_STRINGS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+_KEPT_MAPS = 4096
 _KEPT_MAP_CHARACTERS = 4096
 _SHARED_REQUESTS: dict[tuple, Resource] = {}
 
@@ -126,14 +126,23 @@ def _str_map(obj: Any, where: str) -> dict[str, str]:
             for key, value in mapping.items()}
     items = tuple(read.items())
     shared = _RECENT_STRINGS.get(items)
-    if shared is not None:
+    if shared is not None:  # (asked first: most maps read are kept ones)
         return shared
     if sum(len(key) + len(value) for key, value in items) > _KEPT_MAP_CHARACTERS:
         return read
-    if len(_RECENT_STRINGS) >= 4096:
-        _RECENT_STRINGS.clear()
-    _RECENT_STRINGS[items] = read
-    return read
+    return _shared(_RECENT_STRINGS, items, read, _KEPT_MAPS)
+
+
+def _shared(kept: dict[Any, Any], key: Any, read: Any, limit: int) -> Any:
+    """What `kept` holds under `key`, else `read`, kept there: parsed objects alike are
+    one object (they are never changed). `kept` is cleared when it holds `limit`, which
+    bounds it and keeps it safe from several watch threads (at worst a share is missed)."""
+    shared = kept.get(key)
+    if shared is None:
+        if len(kept) >= limit:
+            kept.clear()
+        shared = kept[key] = read
+    return shared
 
 
 def _labels(meta: dict) -> dict[str, str]:
@@ -150,12 +159,7 @@ def _labels(meta: dict) -> dict[str, str]:
 def _shared_request(request: Resource) -> Resource:
     """One Resource object for all pods that ask the same (never mutated)."""
     key = (request.cpu, request.memory, tuple(sorted(request.scalars.items())))
-    shared = _SHARED_REQUESTS.get(key)
-    if shared is None:
-        if len(_SHARED_REQUESTS) > 100_000:  # many distinct shapes: stop growing
-            _SHARED_REQUESTS.clear()
-        shared = _SHARED_REQUESTS[key] = request
-    return shared
+    return _shared(_SHARED_REQUESTS, key, request, 100_000)
 
 
 _INT64 = 2**63
