@@ -650,6 +650,11 @@ class CapacityPlugin(QueueUsage, Plugin):
         return self.task_figures(task) is not None
 
     @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> None:
+        """Nothing: the offers read the job's queue and the tasks' requests only."""
+        return None
+
+    @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
         """Candidates, in the order given, of queues that hold more than they deserve of
         a resource the candidate uses, until each such queue is back within its deserved

@@ -314,6 +314,13 @@ class CapacityCardPlugin(Plugin):
         return True
 
     @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple:
+        """What the tasks' service types follow from: the job's annotation and their
+        owners' kinds."""
+        return job.annotations.get(SERVICE_TYPE_ANNOTATION), tuple([t.pod.owner_kind
+                                                                     for t in tasks])
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers read the pods' service types, the queue order the
         queues' priorities."""

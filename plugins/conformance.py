@@ -7,16 +7,19 @@ Pods in `kube-system` and pods of the `system-cluster-critical` and
 from __future__ import annotations
 
 from vscheduler.hookspecs import hookimpl
-from vscheduler.model import Task
+from vscheduler.model import Job, Task
 from vscheduler.plugin import Plugin
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
+def _critical(task: Task) -> bool:
+    return (task.pod.namespace == "kube-system"
+            or task.pod.priority_class_name in CRITICAL_CLASSES)
+
+
 def _evictable(candidates: list[Task]) -> list[Task]:
-    return [t for t in candidates
-            if t.pod.namespace != "kube-system"
-            and t.pod.priority_class_name not in CRITICAL_CLASSES]
+    return [t for t in candidates if not _critical(t)]
 
 
 class ConformancePlugin(Plugin):
@@ -31,6 +34,11 @@ class ConformancePlugin(Plugin):
     def offers_by_signature(self) -> bool:
         """The offers read the candidates only."""
         return True
+
+    @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple[bool, ...]:
+        """Which of the tasks are critical (the offers read nothing else)."""
+        return tuple(map(_critical, tasks))
 
     @hookimpl
     def victim_state(self) -> None:

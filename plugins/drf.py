@@ -142,6 +142,12 @@ class DrfPlugin(Plugin):
         return True
 
     @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple | None:
+        """What its job holds: the offers take the tasks' requests from it."""
+        attr = self.attr_of(job.uid)
+        return attr.allocated.key() if attr is not None else None
+
+    @hookimpl
     def victim_state(self) -> tuple:
         """The cluster's total: the shares the offers and the job order compare are
         the jobs' allocations over it."""

@@ -100,6 +100,11 @@ class GangPlugin(Plugin):
         return True
 
     @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple[int, int]:
+        """How many of its tasks are ready, and its minMember."""
+        return job.ready_task_num(), job.min_available
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers and the job order read the jobs only."""
         return None

@@ -43,6 +43,11 @@ class PriorityPlugin(Plugin):
         return True
 
     @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> int:
+        """Its priority (its tasks' are part of every signature)."""
+        return job.priority
+
+    @hookimpl
     def victim_state(self) -> None:
         """Nothing: the offers and orders read the jobs' and tasks' priorities only."""
         return None

@@ -33,7 +33,7 @@ bounded; and a queue deserves its guarantee even when every queue has weight 0.
 from __future__ import annotations
 
 from vscheduler.hookspecs import SessionView, hookimpl
-from vscheduler.model import Queue, Task
+from vscheduler.model import Job, Queue, Task
 from vscheduler.plugin import Plugin
 from vscheduler.plugins.queue_quota import QueueFigures, QueueUsage, room_refusal
 from vscheduler.quota import resource_text
@@ -184,6 +184,11 @@ class ProportionPlugin(QueueUsage, Plugin):
     def offers_by_signature(self) -> bool:
         """The offers read the candidates' queues only."""
         return True
+
+    @hookimpl
+    def victim_signature(self, job: Job, tasks: list[Task]) -> None:
+        """Nothing: the offers read the job's queue and the tasks' requests only."""
+        return None
 
     @hookimpl
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:

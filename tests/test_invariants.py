@@ -237,6 +237,127 @@ def test_preemptors_alike_sharing_plans_decide_as_planning_alone(objects, conf_n
         (alone["evictions"], alone["binds"], alone["pipelined"])
 
 
+# (kinds of owner the tidal plugins read as training, inference and unknown)
+OWNER_KINDS = st.sampled_from([None, "Job", "Deployment"])
+
+
+@st.composite
+def whole_gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Nodes of 4 GPUs full of gangs that may only go whole (minMember = size, 2 to 4
+    pods of one GPU), of two queues of drawn weights, of priorities drawn for the
+    gang and for its pods, some in kube-system, of drawn owner kinds, and pods of both
+    queues waiting: many gangs alike, whose verdicts differ by queue, priority,
+    namespace and service type."""
+    objects: list[dict[str, Any]] = [b.priority_class("high", 1000),
+                                     b.priority_class("low", 10), b.priority_class("mid", 100)]
+    for name in ("qa", "qb"):
+        objects.append(b.queue(name, draw(st.integers(1, 3)), reclaimable=True))
+    nodes = draw(st.integers(2, 6))
+    objects += [b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "4"}) for i in range(nodes)]
+    slots = [f"n{i}" for i in range(nodes) for _ in range(4)]
+    g = 0
+    while len(slots) >= 2:
+        size = draw(st.integers(2, min(4, len(slots))))
+        queue_name = draw(st.sampled_from(["qa", "qb"]))
+        priority = draw(st.sampled_from(["low", "mid"]))  # (its pods')
+        namespace = draw(st.sampled_from(["default", "default", "kube-system"]))
+        group = f"run-{g}"
+        objects.append(b.podgroup(group, size, namespace=namespace, queue=queue_name,
+                                  phase="Running",
+                                  priority_class=draw(st.sampled_from(["low", "mid"]))))
+        objects += [b.pod(f"{group}-{t}", cpu="1", memory="1Gi", namespace=namespace,
+                          group=group, queue=queue_name, node_name=slots.pop(0),
+                          priority_class=priority, owner_kind=draw(OWNER_KINDS),
+                          **{GPU: "1"}) for t in range(size)]
+        g += 1
+    for k in range(draw(st.integers(1, 4))):
+        queue_name = draw(st.sampled_from(["qa", "qb"]))
+        objects.append(b.pod(f"want-{k}", cpu="1", memory="1Gi", queue=queue_name,
+                             priority_class=draw(st.sampled_from(["high", "mid"])),
+                             owner_kind=draw(OWNER_KINDS),
+                             **{GPU: draw(st.sampled_from(["1", "2"]))}))
+    return objects
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
+       conf_name=st.sampled_from(["reclaim-preempt", "preempt-no-enqueue"]))
+def test_gangs_judged_by_signature_decide_as_gangs_asked_about_one_by_one(objects,
+                                                                          conf_name):
+    """Whole-gang verdicts shared by gangs that agree on their victim signature
+    (`eviction.Alike`) give the decisions of asking the plugins about every gang."""
+    from vscheduler.framework.session import Session
+
+    alike = _run(objects, conf_name, 2).report.as_dict()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Session, "victim_signature", lambda self, job, tasks: None)
+        one_by_one = _run(objects, conf_name, 2).report.as_dict()
+    event(f"evictions: {min(len(alike['evictions']), 3)}")
+    assert (alike["evictions"], alike["binds"], alike["pipelined"]) == \
+        (one_by_one["evictions"], one_by_one["binds"], one_by_one["pipelined"])
+
+
+EVERY_OFFERER = {
+    "proportion": """
+actions: "reclaim, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""",
+    "capacity-card": """
+actions: "reclaim, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion},
+            {name: capacity-card, arguments: {podOwnerReferenceToServiceType:
+                                              {Job: training, Deployment: inference}}},
+            {name: nodeorder}]
+""",
+    "capacity": """
+actions: "reclaim, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]
+"""}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
+       conf_name=st.sampled_from(sorted(EVERY_OFFERER)))
+def test_gangs_of_one_victim_signature_get_alike_answers(objects, conf_name):
+    """The promise behind `victim_signature`, for every built-in plugin that offers
+    victims: of two gangs that agree on the signature, every waiting pod is offered
+    the tasks at the same places of each, by each plugin's `preemptable` and
+    `reclaimable` (each on its own: in the session's answer, one plugin's refusal
+    would hide another's mistake)."""
+    from vscheduler.framework.session import Session
+    from vscheduler.model import ALLOCATED_STATUSES
+
+    simulation = Simulation(parse_conf(EVERY_OFFERER[conf_name], conf_name))
+    simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+    session = Session(simulation.cache.snapshot(), simulation.conf)
+    assert session.judges_gangs_alike
+    by_signature: dict[Any, list[list[Any]]] = {}
+    for uid in sorted(session.jobs):
+        placed = sorted(session.jobs[uid].tasks_in(ALLOCATED_STATUSES), key=lambda t: t.key)
+        if placed:
+            signature = session.victim_signature(session.jobs[uid], placed)
+            by_signature.setdefault(signature, []).append(placed)
+    waiting = [t for job in session.jobs.values() for t in job.tasks.values()
+               if not t.node_name]
+    alike = [gangs for gangs in by_signature.values() if len(gangs) > 1]
+    event(f"signatures shared by several gangs: {min(len(alike), 3)}")
+    offers = [getattr(plugin, hook) for plugin in session.plugins.values()
+              for hook in ("preemptable", "reclaimable") if hasattr(plugin, hook)]
+    for preemptor in waiting:
+        for gangs in alike:
+            for offer in offers:
+                answers = {tuple(gang.index(t) for t in offer(preemptor, gang) or ())
+                           for gang in gangs}
+                assert len(answers) == 1, (offer, preemptor.key,
+                                           [g[0].job_id for g in gangs])
+
+
 START = "2026-01-01T00:00:00Z"
 START_SECONDS = 1767225600.0  # START in seconds since the epoch
 

@@ -415,6 +415,7 @@ def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan()
     plans.note("n2", None)
     kept.plans = {("policy",): plans}
     kept.refusals = {}
+    kept.alike_refusals = {}
     session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
                               jobs={}, nodes={})
     memo = PlanMemo.__new__(PlanMemo)
@@ -498,6 +499,7 @@ def test_refusals_shared_with_plans_that_read_the_clock_are_not_carried():
     kept = PlanMemo.__new__(PlanMemo)
     kept.plans = {("policy", "qa"): clocked, ("policy", "qb"): steady}
     kept.refusals = {("policy",): refused}
+    kept.alike_refusals = {}
     session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
                               jobs={}, nodes={})
     memo = PlanMemo.__new__(PlanMemo)

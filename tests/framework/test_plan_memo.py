@@ -301,6 +301,54 @@ def _refusing(by_signature: bool) -> type:
     return Refusing
 
 
+@pytest.mark.parametrize("sign", ["nothing", "the job's name", "no hook"])
+def test_gangs_alike_are_asked_about_once_per_signature(sign: str) -> None:
+    """Four gangs of one shape, each filling a node, that may not go whole: when every
+    plugin offering victims says what its answers read of a gang
+    (`victim_signature`), the plugins are asked about one gang of each signature in
+    the action, not about each gang; a plugin that tells gangs apart (here by name),
+    or one without the hook, has each asked about. The decisions are the same."""
+    from vscheduler.conf import PluginOption
+    from vscheduler.hookspecs import hookimpl
+
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        *(b.queue(name, reclaimable=True) for name in ("qa", "qc")),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
+    for i in range(4):
+        objects.append(b.podgroup(f"run-{i}", 2, queue="qc", priority_class="low",
+                                  phase="Running"))
+        objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qc",
+                          node_name=f"n{i}", priority_class="low", phase="Running",
+                          **{GPU: "1"}) for t in range(2)]
+    objects += [b.podgroup("want", 1, queue="qa", priority_class="high", phase="Inqueue"),
+                b.pod("want", group="want", queue="qa", priority_class="high",
+                      **{GPU: "1"})]
+    refusing = _refusing(True)
+    asked: list[tuple[str, ...]] = []
+
+    def reclaimable(self: Any, reclaimer: Any, candidates: list) -> list:
+        asked.append(tuple(t.name for t in candidates))
+        return []
+
+    refusing.reclaimable = hookimpl(reclaimable)  # type: ignore[attr-defined]
+    if sign == "nothing":
+        refusing.victim_signature = hookimpl(  # type: ignore[attr-defined]
+            lambda self, job, tasks: None)
+    elif sign == "the job's name":
+        refusing.victim_signature = hookimpl(  # type: ignore[attr-defined]
+            lambda self, job, tasks: job.name)
+    conf = parse_conf(RECLAIM, "test")
+    conf.tiers[0].append(PluginOption("refusing", refusing, {}, {}))
+    simulation = Simulation(conf)
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+    simulation.run(1)
+    gangs = [names for names in asked if len(names) == 2]
+    assert len(gangs) == (1 if sign == "nothing" else 4)
+    report = simulation.report.as_dict()
+    assert report["evictions"] == [] and not report["pipelined"]
+
+
 @pytest.mark.parametrize("by_signature", [True, False])
 def test_a_gang_refused_whole_is_asked_about_once_for_reclaimers_of_every_queue(
         by_signature: bool) -> None:

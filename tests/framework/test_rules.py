@@ -171,6 +171,10 @@ HOOKS: dict[str, Hook] = {
     # (the queues and budgets come first, queues by name here: each session's cache
     # has its own objects)
     "offers_by_signature": Hook(st.booleans(), lambda s: s.offers_by_signature()),
+    "victim_signature": Hook(
+        st.integers(0, 3), lambda s: s.victim_signature(job(s, "r"), victims(s)),
+        lambda answer, bare, n: (*bare.victim_signature(job(bare, "r"), victims(bare)),
+                                 *answer)),
     "victim_state": Hook(
         st.integers(0, 3), lambda s: (tuple(s.queues), *s.victim_state()[1:]),
         lambda answer, bare, n: (tuple(bare.queues), bare.snapshot.budgets, *answer)),
@@ -231,7 +235,7 @@ def plugin_class(index: int, hook: str, answer: Any, asked: list[tuple[int, Any]
         attrs["predicate"] = hookimpl(lambda self, task, node: None)
     if hook == "preemptor_signature":  # (it signs for the plugin's own offers)
         attrs["preemptable"] = hookimpl(lambda self, task, candidates: None)
-    if hook == "victim_state":  # (a plugin that offers victims and signs for them)
+    if hook in ("victim_signature", "victim_state"):  # (one that offers victims, signed)
         attrs["preemptable"] = hookimpl(lambda self, task, candidates: None)
         attrs["preemptor_signature"] = hookimpl(lambda self, task: None)
     return type(f"P{index}", (), attrs)

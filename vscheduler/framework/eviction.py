@@ -259,7 +259,10 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     # Whether each victim job may go whole: the same on every node until a plan is
     # carried out, so asked once per job here (plugins approving whole gangs dominated
     # the cost of planning node after node); a refusal holds for preemptors alike.
-    whole_jobs = WholeJobs(memo.refused, gives)
+    alike = None
+    if session.judges_gangs_alike:
+        alike = Alike(session.victim_signature, memo.refused_alike)
+    whole_jobs = WholeJobs(memo.refused, gives, alike, preemptor.job_id)
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -367,12 +370,16 @@ class Plans:
     none by session objects, so that carrying costs what changed, not a pass over a
     full cluster's nodes."""
 
-    __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused")
+    __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused",
+                 "refused_alike")
 
     def __init__(self) -> None:
         self.by_node: dict[str, tuple[Key, list[Task]] | None] = {}
         self.planned: set[str] = set()  # the nodes `by_node` holds a plan for
         self.refused: set[str] = set()
+        # The victim signatures of gangs the plugins refused whole (`Alike`), until a
+        # node changes in the action; shared as `refused` is, never carried.
+        self.refused_alike: set[tuple] = set()
         # A pod was passed over for being younger than its minimum runtime: what was
         # learnt holds for this session's clock only (not carried: `PlanMemo.carry`).
         self.clocked = False
@@ -412,6 +419,7 @@ class Plans:
             if by_node.get(name) is not None:
                 del by_node[name]
         self.planned = set()
+        self.refused_alike.clear()
 
     def forget(self, node: Node) -> None:
         """What was learnt of `node` no longer holds: it changed."""
@@ -433,8 +441,8 @@ class PlanMemo:
     snapshot copied anew are then forgotten as if they had changed in this session.
     Once its session is done a memo keeps only that (`settle`)."""
 
-    __slots__ = ("conf", "log", "node_specs", "plans", "position", "refusals", "serial",
-                 "start", "state", "still")
+    __slots__ = ("alike_refusals", "conf", "log", "node_specs", "plans", "position",
+                 "refusals", "serial", "start", "state", "still")
 
     def __init__(self, session: Session, state: tuple | None = None) -> None:
         # (not the session itself: a memo kept for the next session must not keep it)
@@ -442,6 +450,7 @@ class PlanMemo:
         # Refused gangs shared by the plans of preemptors that differ only in what
         # plugins say their refusals do not read (`Session.refusal_signature`).
         self.refusals: dict[tuple[Any, ...], set[str]] = {}
+        self.alike_refusals: dict[tuple[Any, ...], set[tuple]] = {}  # (`Plans.refused_alike`)
         self.position = 0
         self.state = state  # the victim state as the action began; None: not carried
         self.serial = session.snapshot.serial
@@ -481,6 +490,7 @@ class PlanMemo:
         clocked = {id(p.refused) for p in kept.plans.values() if p.clocked}
         self.refusals = {key: refused for key, refused in kept.refusals.items()
                          if id(refused) not in clocked}
+        self.alike_refusals = kept.alike_refusals  # (emptied by `settle`: shared only)
         for key, plans in kept.plans.items():
             if plans.clocked or id(plans.refused) in clocked:
                 continue  # (what it learnt from such refusals, its nodes without a plan too)
@@ -503,6 +513,7 @@ class PlanMemo:
                 for node in changed:
                     plans.forget(node)
                 plans.refused.difference_update(jobs)
+                plans.refused_alike.clear()
         key = (policy, *signature)
         plans = self.plans.get(key)
         if plans is None:
@@ -510,6 +521,8 @@ class PlanMemo:
             shared = session.refusal_signature(signature)
             if shared is not None:  # (refusals shared beyond preemptors alike)
                 plans.refused = self.refusals.setdefault((policy, *shared), plans.refused)
+                plans.refused_alike = self.alike_refusals.setdefault(
+                    (policy, *shared), plans.refused_alike)
         return plans
 
 
@@ -827,17 +840,41 @@ def _could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
 
 
 def _whole_job(job: Job, eligible: Callable[[Task], bool],
-               approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
+               approve: Callable[[list[Task]], list[Task]],
+               alike: Alike | None = None) -> list[Task] | None:
     """Every placed task of `job`, if each is `eligible` and plugins `approve` them all
     as victims (asked in a fixed order); else None: evicting only some would leave the
-    gang broken."""
+    gang broken. With `alike`, plugins are asked once per victim signature."""
     placed = sorted(job.tasks_in(S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED),
                     key=lambda t: t.key)
-    if not placed or not all(eligible(t) for t in placed):
+    if not placed:
         return None
-    if {t.key for t in approve(placed)} != {t.key for t in placed}:
+    signature = alike.signature(job, placed) if alike is not None else None
+    if signature is not None and signature in alike.refused:
+        return None  # (whatever the tasks' eligibility)
+    if not all(eligible(t) for t in placed):
         return None
-    return placed
+    if signature is not None and signature in alike.approved:
+        return placed
+    approved = {t.key for t in approve(placed)} == {t.key for t in placed}
+    if signature is not None:
+        (alike.approved if approved else alike.refused).add(signature)
+    return placed if approved else None
+
+
+class Alike:
+    """Whole-gang verdicts by victim signature (`Session.victim_signature`): gangs
+    that agree on it get alike answers, so one is asked for all. Approvals hold for
+    one preemptor's plans, as `WholeJobs.approved`; refusals for preemptors alike
+    until a node changes in the action (`Plans.refused_alike`)."""
+
+    __slots__ = ("approved", "refused", "signature")
+
+    def __init__(self, signature: Callable[[Job, list[Task]], tuple | None],
+                 refused: set[tuple]) -> None:
+        self.signature = signature
+        self.refused = refused
+        self.approved: set[tuple] = set()
 
 
 # What a job may give a gang-safe plan (`WholeJobs.closed`).
@@ -850,13 +887,17 @@ class WholeJobs:
     also for preemptors alike (`Plans.refused`, shared). With `gives` (the job part of
     the victim rule: `_victim_rule`), also which nodes are closed to it (`closed`)."""
 
-    __slots__ = ("_kinds", "approved", "gives", "refused")
+    __slots__ = ("_kinds", "alike", "approved", "gives", "own_job", "refused")
 
-    def __init__(self, refused: set[str], gives: Callable[[str], bool] | None = None
-                 ) -> None:
+    def __init__(self, refused: set[str], gives: Callable[[str], bool] | None = None,
+                 alike: Alike | None = None, own_job: str = "") -> None:
         self.approved: dict[str, list[Task]] = {}
         self.refused = refused
         self.gives = gives
+        # (the preemptor's own job is never judged by signature: plugins read more of
+        # it, the tasks it may give are its own)
+        self.alike = alike
+        self.own_job = own_job
         self._kinds: dict[str, int] = {}  # job uid -> what it may give (`closed`)
 
     def closed(self, node: Node, own_job: str, jobs: Mapping[str, Job],
@@ -897,7 +938,8 @@ class WholeJobs:
             return None
         tasks = self.approved.get(uid)
         if tasks is None:
-            tasks = _whole_job(job, eligible, approve)
+            tasks = _whole_job(job, eligible, approve,
+                               self.alike if uid != self.own_job else None)
             if tasks is None:
                 self.refused.add(uid)
                 return None

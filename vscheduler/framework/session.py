@@ -210,6 +210,13 @@ class Session:
         by_signature = [fn for fn in flat("offers_by_signature") if fn.__self__ in offerers]
         self.shares_refusals = self.shares_plans and offerers <= {
             fn.__self__ for fn in by_signature} and all(fn() for fn in by_signature)
+        # ... and a gang's verdict shared by gangs alike only if every such plugin says
+        # what its answers read of them (hookspecs.victim_signature).
+        self.judges_gangs_alike = self.shares_plans and offerers <= {
+            fn.__self__ for fn in flat("victim_signature")}
+        self._victim_signature = combine("victim_signature", [
+            [fn for fn in tier if fn.__self__ in offerers]
+            for tier in tiers.get("victim_signature", [])])
         # ... and carried into the next session only if every plugin that offers or
         # orders victims says what else they read (hookspecs.victim_state).
         deciders = offerers | {fn.__self__ for hook in ORDER_HOOKS for fn in flat(hook)}
@@ -288,6 +295,16 @@ class Session:
         # (placement, job and queue first: `refusal_signature` keeps what follows them)
         return (placement, own, job.queue, task.best_effort,
                 *self._preemptor_signature(task))
+
+    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple | None:
+        """What the plugins' answers about `tasks`, every placed task of `job` in key
+        order, read of them (`hookspecs.victim_signature`): the job's queue, each
+        task's requests and priority, and what the plugins that offer victims say. None
+        if some such plugin does not say (then each gang is asked about)."""
+        if not self.judges_gangs_alike:
+            return None
+        return (job.queue, tuple([(t.resreq.key(), t.priority) for t in tasks]),
+                *self._victim_signature(job, tasks))
 
     def refusal_signature(self, signature: tuple) -> tuple | None:
         """Of a preemptor's signature (`preemptor_signature`), the part a refusal to let
