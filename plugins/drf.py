@@ -143,9 +143,12 @@ class DrfPlugin(Plugin):
 
     @hookimpl
     def victim_signature(self, job: Job, tasks: list[Task]) -> tuple | None:
-        """What its job holds: the offers take the tasks' requests from it."""
-        attr = self.attr_of(job.uid)
-        return attr.allocated.key() if attr is not None else None
+        """What its job holds: the offers take the tasks' requests from it. (Read
+        without making the job's `_JobAttr`: most gangs asked about are never offered.)"""
+        attr = self.jobs.get(job.uid)
+        if attr is not None:
+            return attr.allocated.key()
+        return self.opened.amount(job.uid, 0).key() if job.uid in self.session.jobs else None
 
     @hookimpl
     def victim_state(self) -> tuple:
