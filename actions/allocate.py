@@ -84,7 +84,8 @@ class Allocate(Action):
                 queues.push(queue)
             waiting[queue.name].append(job)
         # (sorted at once: the jobs come nearly in order, and one pass sorts them)
-        jobs_of = {name: PriorityQueue(session.job_less, jobs) for name, jobs in waiting.items()}
+        jobs_of = {name: PriorityQueue(session.job_less, jobs, session.job_ties)
+                   for name, jobs in waiting.items()}
 
         while queues:
             queue = queues.pop()

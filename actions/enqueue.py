@@ -32,7 +32,8 @@ class Enqueue(Action):
                 queues.push(queue)
             waiting[queue.name].append(job)
         # (sorted at once: the jobs come nearly in order, and one pass sorts them)
-        pending = {name: PriorityQueue(session.job_less, jobs) for name, jobs in waiting.items()}
+        pending = {name: PriorityQueue(session.job_less, jobs, session.job_ties)
+                   for name, jobs in waiting.items()}
         while queues:
             queue = queues.pop()
             jobs = pending[queue.name]

@@ -233,13 +233,20 @@ class Session:
     # ================================================================ order
 
     def job_compare(self, left: Job, right: Job) -> int:
-        """Negative if `left` is scheduled before `right`. Ties: older first, then uid."""
+        """Negative if `left` is scheduled before `right`. Ties: older first, then uid
+        (`job_ties`)."""
         result = self._job_order(left, right)
         if result:
             return result
         if left.creation != right.creation:
             return -1 if left.creation < right.creation else 1
         return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+    @staticmethod
+    def job_ties(job: Job) -> tuple[float, str]:
+        """The key `job_compare` ends on where the plugins' orders tie (`PriorityQueue`
+        puts jobs in it first)."""
+        return job.creation, job.uid
 
     def job_less(self, left: Job, right: Job) -> bool:
         return self.job_compare(left, right) < 0
