@@ -238,9 +238,8 @@ class Session:
         result = self._job_order(left, right)
         if result:
             return result
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        lt, rt = self.job_ties(left), self.job_ties(right)
+        return -1 if lt < rt else (1 if lt > rt else 0)
 
     @staticmethod
     def job_ties(job: Job) -> tuple[float, str]:
