@@ -83,7 +83,8 @@ class Allocate(Action):
                 waiting[queue.name] = []
                 queues.push(queue)
             waiting[queue.name].append(job)
-        # (sorted at once: the jobs come nearly in order, and one pass sorts them)
+        # (sorted at once, put in the order their comparison ends on first: where the
+        # plugins' orders tie, one pass sorts them)
         jobs_of = {name: PriorityQueue(session.job_less, jobs, session.job_ties)
                    for name, jobs in waiting.items()}
 

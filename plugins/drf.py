@@ -142,13 +142,12 @@ class DrfPlugin(Plugin):
         return True
 
     @hookimpl
-    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple | None:
+    def victim_signature(self, job: Job, tasks: list[Task]) -> tuple:
         """What its job holds: the offers take the tasks' requests from it. (Read
         without making the job's `_JobAttr`: most gangs asked about are never offered.)"""
         attr = self.jobs.get(job.uid)
-        if attr is not None:
-            return attr.allocated.key()
-        return self.opened.amount(job.uid, 0).key() if job.uid in self.session.jobs else None
+        allocated = attr.allocated if attr is not None else self.opened.amount(job.uid, 0)
+        return allocated.key()
 
     @hookimpl
     def victim_state(self) -> tuple:

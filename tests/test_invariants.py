@@ -279,24 +279,8 @@ def whole_gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     return objects
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
-       conf_name=st.sampled_from(["reclaim-preempt", "preempt-no-enqueue"]))
-def test_gangs_judged_by_signature_decide_as_gangs_asked_about_one_by_one(objects,
-                                                                          conf_name):
-    """Whole-gang verdicts shared by gangs that agree on their victim signature
-    (`eviction.Alike`) give the decisions of asking the plugins about every gang."""
-    from vscheduler.framework.session import Session
-
-    alike = _run(objects, conf_name, 2).report.as_dict()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Session, "victim_signature", lambda self, job, tasks: None)
-        one_by_one = _run(objects, conf_name, 2).report.as_dict()
-    event(f"evictions: {min(len(alike['evictions']), 3)}")
-    assert (alike["evictions"], alike["binds"], alike["pipelined"]) == \
-        (one_by_one["evictions"], one_by_one["binds"], one_by_one["pipelined"])
-
-
+# Every built-in plugin that offers victims, its victim hooks on (capacity and
+# proportion both divide the queues: one conf each).
 EVERY_OFFERER = {
     "proportion": """
 actions: "reclaim, preempt"
@@ -319,6 +303,27 @@ tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]
 """}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
+       conf_name=st.sampled_from(["reclaim-preempt", "preempt-no-enqueue",
+                                  *sorted(EVERY_OFFERER)]))
+def test_gangs_judged_by_signature_decide_as_gangs_asked_about_one_by_one(objects,
+                                                                          conf_name):
+    """Whole-gang verdicts shared by gangs that agree on their victim signature
+    (`eviction.Alike`) give the decisions of asking the plugins about every gang, with
+    every built-in plugin that offers victims."""
+    from vscheduler.framework.session import Session
+
+    confs = {**CONFS, **EVERY_OFFERER}
+    alike = _run(objects, conf_name, 2, confs).report.as_dict()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Session, "victim_signature", lambda self, job, tasks: None)
+        one_by_one = _run(objects, conf_name, 2, confs).report.as_dict()
+    event(f"evictions: {min(len(alike['evictions']), 3)}")
+    assert (alike["evictions"], alike["binds"], alike["pipelined"]) == \
+        (one_by_one["evictions"], one_by_one["binds"], one_by_one["pipelined"])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

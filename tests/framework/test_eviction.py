@@ -478,13 +478,35 @@ def test_a_node_closed_per_job_has_no_plan_pod_by_pod(
     for name in ("n0", "n1", "n2"):
         at = session.nodes[name]
         eligible, gives = _victim_rule(session, policy, preemptor)
-        shortcut = WholeJobs(set(), gives)
+        shortcut = WholeJobs(preemptor.job_id, set(), gives)
         planned = plan(session, policy, preemptor, at)
         assert names(_plan_on_node(session, policy, preemptor, at, eligible, shortcut)[0]) \
             == names(planned)
         # A node with no pod of a job the rule takes from is not even scored.
         if not any(gives(t.job_id) for t, _ in at.tasks.values()):
             assert planned is None
+
+
+def test_refusals_by_victim_signature_end_with_their_session():
+    """Gangs refused whole by signature (`Plans.refused_alike`) are refused for what
+    held in their session only; a memo carried from a session that did not settle
+    (a failed one, say), whose plans read the clock and are not carried (so are not
+    settled either), starts the next with none."""
+    clocked = Plans()
+    alike = {("qc", "signature")}
+    clocked.refused_alike = alike
+    clocked.clocked = True
+    kept = PlanMemo.__new__(PlanMemo)
+    kept.plans = {("policy", "qa"): clocked}
+    kept.refusals = {}
+    kept.alike_refusals = {("policy",): alike}
+    session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
+                              jobs={}, nodes={})
+    memo = PlanMemo.__new__(PlanMemo)
+    memo.plans = {}
+    memo.carry(session, kept)
+    assert all(not refused for refused in memo.alike_refusals.values())
+    assert all(not plans.refused_alike for plans in memo.plans.values())
 
 
 def test_refusals_shared_with_plans_that_read_the_clock_are_not_carried():

@@ -262,7 +262,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     alike = None
     if session.judges_gangs_alike:
         alike = Alike(session.victim_signature, memo.refused_alike)
-    whole_jobs = WholeJobs(memo.refused, gives, alike, preemptor.job_id)
+    whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike)
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -490,7 +490,11 @@ class PlanMemo:
         clocked = {id(p.refused) for p in kept.plans.values() if p.clocked}
         self.refusals = {key: refused for key, refused in kept.refusals.items()
                          if id(refused) not in clocked}
-        self.alike_refusals = kept.alike_refusals  # (emptied by `settle`: shared only)
+        # (refusals by signature end with their session: the sets are kept, emptied,
+        # only so that plans carried and new ones go on sharing them)
+        for alike in kept.alike_refusals.values():
+            alike.clear()
+        self.alike_refusals = kept.alike_refusals
         for key, plans in kept.plans.items():
             if plans.clocked or id(plans.refused) in clocked:
                 continue  # (what it learnt from such refusals, its nodes without a plan too)
@@ -605,7 +609,8 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
     """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
     changed), or None if no choice of victims there makes it fit."""
     return _plan_on_node(session, policy, preemptor, node,
-                         _eligible(session, policy, preemptor), WholeJobs(set()))[0]
+                         _eligible(session, policy, preemptor),
+                         WholeJobs(preemptor.job_id, set()))[0]
 
 
 def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
@@ -885,22 +890,24 @@ class WholeJobs:
     """Which victim jobs may go whole for one preemptor (`_whole_job`), asked once per
     job: approvals for this preemptor only, as long as nothing is evicted; refusals
     also for preemptors alike (`Plans.refused`, shared). With `gives` (the job part of
-    the victim rule: `_victim_rule`), also which nodes are closed to it (`closed`)."""
+    the victim rule: `_victim_rule`), also which nodes are closed to it (`closed`);
+    with `alike`, asked once per victim signature (`Alike`). `own_job`: the
+    preemptor's, which gives it tasks one by one and is never judged by signature."""
 
     __slots__ = ("_kinds", "alike", "approved", "gives", "own_job", "refused")
 
-    def __init__(self, refused: set[str], gives: Callable[[str], bool] | None = None,
-                 alike: Alike | None = None, own_job: str = "") -> None:
+    def __init__(self, own_job: str, refused: set[str],
+                 gives: Callable[[str], bool] | None = None,
+                 alike: Alike | None = None) -> None:
         self.approved: dict[str, list[Task]] = {}
         self.refused = refused
         self.gives = gives
-        # (the preemptor's own job is never judged by signature: plugins read more of
-        # it, the tasks it may give are its own)
+        # (plugins read more of the preemptor's own job than its signature says)
         self.alike = alike
         self.own_job = own_job
         self._kinds: dict[str, int] = {}  # job uid -> what it may give (`closed`)
 
-    def closed(self, node: Node, own_job: str, jobs: Mapping[str, Job],
+    def closed(self, node: Node, jobs: Mapping[str, Job],
                whole_job: Callable[[Job], list[Task] | None]) -> bool:
         """Whether every pod on `node` is of a job closed to a gang-safe plan: one the
         rule takes nothing from, or a gang with more than one pod placed but no more
@@ -921,7 +928,7 @@ class WholeJobs:
                 job = jobs.get(uid)
                 if not gives(uid) or job is None:
                     kind = kinds[uid] = _GIVES_NOTHING
-                elif uid == own_job or not 1 < job.ready_task_num() <= job.min_available:
+                elif uid == self.own_job or not 1 < job.ready_task_num() <= job.min_available:
                     kind = kinds[uid] = _GIVES_SINGLES
                 else:
                     kind = kinds[uid] = _WHOLE_ONLY
@@ -966,7 +973,7 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     jobs = session.jobs
     if preemptor.resreq.first_insufficient(node.allocatable) is not None:
         return None, True  # (it would not fit the node empty: plugins not asked)
-    if policy.gang_safe and whole_jobs.closed(node, preemptor.job_id, jobs, whole_job):
+    if policy.gang_safe and whole_jobs.closed(node, jobs, whole_job):
         return None, True
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates or not _could_fit(preemptor, node, candidates):

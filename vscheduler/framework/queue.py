@@ -12,8 +12,10 @@ T = TypeVar("T")
 
 
 class PriorityQueue(Generic[T]):
-    """`pop` returns the item that `less` puts first. The session's orders are total
-    (they end on uids), so the result never depends on insertion order.
+    """`pop` returns the item that `less` puts first. The session's orders end on
+    uids, so where the plugins' orders are transitive the result does not depend on
+    insertion order; drf's is not quite (shares within a tolerance tie), and then the
+    items' order going in may decide between near ties: give `ties` to fix it.
 
     The items are kept in a list sorted from the last to pop to the first: a pop takes
     the end without comparing anything, a push finds its place by bisection. A heap
@@ -28,8 +30,9 @@ class PriorityQueue(Generic[T]):
                  ties: Callable[[T], Any] | None = None) -> None:
         """`ties`: the key `less` ends on, when it has one (`Session.job_ties`): the
         items are put in that order first, which costs no plugin call, so that where
-        the plugins' orders tie, as they do for most waiting jobs of a busy cluster,
-        sorting by `less` takes one pass, not a comparison sort's log n passes."""
+        the plugins' orders tie, sorting by `less` takes one pass, not a comparison
+        sort's log n passes; and the order going in is then that key's, not the
+        caller's (see above)."""
         self._less = less
         if ties is not None:  # (last to pop first, as `_items` holds them)
             items = sorted(items, key=ties, reverse=True)
