@@ -275,6 +275,28 @@ def test_a_new_conf_plans_again() -> None:
     assert _evictions(strict, objects, [None, reload]) == ["default/victim"]
 
 
+def _nodes_full_of_gangs(wanting: list[str]) -> list[dict[str, Any]]:
+    """Four nodes of 2 GPUs, each full with a gang of queue qc that may only go whole
+    (two pods, minMember 2, all of one shape), and a high-priority pod of one GPU
+    waiting in each queue of `wanting`."""
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        *(b.queue(name, reclaimable=True) for name in (*wanting, "qc")),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
+    for i in range(4):
+        objects.append(b.podgroup(f"run-{i}", 2, queue="qc", priority_class="low",
+                                  phase="Running"))
+        objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qc",
+                          node_name=f"n{i}", priority_class="low", phase="Running",
+                          **{GPU: "1"}) for t in range(2)]
+    for q in wanting:
+        objects += [b.podgroup(f"want-{q}", 1, queue=q, priority_class="high",
+                               phase="Inqueue"),
+                    b.pod(f"want-{q}", group=f"want-{q}", queue=q, priority_class="high",
+                          **{GPU: "1"})]
+    return objects
+
+
 def _refusing(by_signature: bool) -> type:
     """A plugin that signs its offers and offers no pod of a whole gang, saying (or not)
     that its offers read nothing of the reclaimer beyond its signature."""
@@ -311,19 +333,7 @@ def test_gangs_alike_are_asked_about_once_per_signature(sign: str) -> None:
     from vscheduler.conf import PluginOption
     from vscheduler.hookspecs import hookimpl
 
-    objects: list[dict[str, Any]] = [
-        b.priority_class("low", 10), b.priority_class("high", 1000),
-        *(b.queue(name, reclaimable=True) for name in ("qa", "qc")),
-        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
-    for i in range(4):
-        objects.append(b.podgroup(f"run-{i}", 2, queue="qc", priority_class="low",
-                                  phase="Running"))
-        objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qc",
-                          node_name=f"n{i}", priority_class="low", phase="Running",
-                          **{GPU: "1"}) for t in range(2)]
-    objects += [b.podgroup("want", 1, queue="qa", priority_class="high", phase="Inqueue"),
-                b.pod("want", group="want", queue="qa", priority_class="high",
-                      **{GPU: "1"})]
+    objects = _nodes_full_of_gangs(["qa"])
     refusing = _refusing(True)
     asked: list[tuple[str, ...]] = []
 
@@ -358,21 +368,7 @@ def test_a_gang_refused_whole_is_asked_about_once_for_reclaimers_of_every_queue(
     once in the action, not once per reclaiming queue; the decisions are the same."""
     from vscheduler.conf import PluginOption
 
-    objects: list[dict[str, Any]] = [
-        b.priority_class("low", 10), b.priority_class("high", 1000),
-        *(b.queue(name, reclaimable=True) for name in ("qa", "qb", "qc")),
-        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
-    for i in range(4):
-        objects.append(b.podgroup(f"run-{i}", 2, queue="qc", priority_class="low",
-                                  phase="Running"))
-        objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qc",
-                          node_name=f"n{i}", priority_class="low", phase="Running",
-                          **{GPU: "1"}) for t in range(2)]
-    for q in ("qa", "qb"):
-        objects += [b.podgroup(f"want-{q}", 1, queue=q, priority_class="high",
-                               phase="Inqueue"),
-                    b.pod(f"want-{q}", group=f"want-{q}", queue=q, priority_class="high",
-                          **{GPU: "1"})]
+    objects = _nodes_full_of_gangs(["qa", "qb"])
     conf = parse_conf(RECLAIM, "test")
     conf.tiers[0].append(PluginOption("refusing", _refusing(by_signature), {}, {}))
     asked: list[str] = []
