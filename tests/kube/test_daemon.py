@@ -20,6 +20,39 @@ def _bound(server: FakeApiServer) -> Counter:
     return Counter(b.pod for b in server.bindings() if b.code == 201)
 
 
+def test_what_is_listed_goes_into_the_cache_while_other_kinds_still_list(
+        server: FakeApiServer, tmp_path):
+    """Start-up does not wait for every kind before filling the cache: while the Node
+    list is refused (and retried), the pods already listed are in the cache; once the
+    nodes are listed, they are bound."""
+    server.create_all([node("n1", cpu="8"), *(pod(f"p{i}", cpu="1") for i in range(3))])
+    server.fail("GET", r"/api/v1/nodes$", 500, times=1_000, watch=False)
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text(CONF)
+    api = client.ApiClient(client.Configuration(host=server.url))
+    daemon = Daemon(api, str(path), period=0.05)
+    for reflector in daemon.reflectors:
+        reflector.watch_timeout = 5
+        reflector.backoff = (0.05, 0.1)
+    synced: list[bool] = []
+    starting = threading.Thread(target=lambda: synced.append(daemon.start_watches(10)),
+                                daemon=True)
+    starting.start()
+    try:
+        wait_for(lambda: {f"default/p{i}" for i in range(3)} <= set(daemon.cache.tasks))
+        assert not synced and not daemon.cache.nodes  # (still listing the nodes)
+        server.clear_faults()
+        starting.join(timeout=10)
+        assert synced == [True]
+        runner = threading.Thread(target=daemon.run, daemon=True)
+        runner.start()
+        wait_for(lambda: len(_bound(server)) == 3, timeout=10)
+    finally:
+        daemon.stop.set()
+        starting.join(timeout=10)
+        api.close()
+
+
 def test_pending_pods_are_bound_and_other_schedulers_pods_only_count(server, daemon):
     server.create_all([node("n1", cpu="4"),
                        pod("theirs", cpu="3", scheduler="default-scheduler", node_name="n1"),
