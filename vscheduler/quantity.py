@@ -94,17 +94,11 @@ def _ceil(number: Fraction) -> int:
     return -((-number.numerator) // number.denominator)
 
 
-def milli_value(text: object) -> int:
-    """The quantity in thousandths, rounded up (Kubernetes' `MilliValue`)."""
-    if type(text) is str:
-        return _milli_of_text(text)
+def _milli(text: object) -> int:
     return _ceil(parse_quantity(text) * 1000)
 
 
-def value(text: object) -> int:
-    """The quantity in whole units, rounded up (Kubernetes' `Value`)."""
-    if type(text) is str:
-        return _value_of_text(text)
+def _whole(text: object) -> int:
     return _ceil(parse_quantity(text))
 
 
@@ -112,14 +106,18 @@ def value(text: object) -> int:
 # parsed once, not once per pod (parsing exactly costs most of reading a pod). Only
 # strings are kept (a YAML number may be `True`, which hashes as 1 and is no quantity);
 # one that is not a quantity raises every time and is not kept.
-@lru_cache(maxsize=4096)
-def _milli_of_text(text: str) -> int:
-    return _ceil(parse_quantity(text) * 1000)
+_milli_of_text = lru_cache(maxsize=4096)(_milli)
+_whole_of_text = lru_cache(maxsize=4096)(_whole)
 
 
-@lru_cache(maxsize=4096)
-def _value_of_text(text: str) -> int:
-    return _ceil(parse_quantity(text))
+def milli_value(text: object) -> int:
+    """The quantity in thousandths, rounded up (Kubernetes' `MilliValue`)."""
+    return _milli_of_text(text) if type(text) is str else _milli(text)
+
+
+def value(text: object) -> int:
+    """The quantity in whole units, rounded up (Kubernetes' `Value`)."""
+    return _whole_of_text(text) if type(text) is str else _whole(text)
 
 
 def format_milli(milli: float) -> str:
