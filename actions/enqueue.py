@@ -31,9 +31,11 @@ class Enqueue(Action):
                 waiting[queue.name] = []
                 queues.push(queue)
             waiting[queue.name].append(job)
-        # (sorted at once, put in the order their comparison ends on first: where the
-        # plugins' orders tie, one pass sorts them)
-        pending = {name: PriorityQueue(session.job_less, jobs, session.job_ties)
+        # (sorted at once: by key where the plugins give their orders as keys, else put
+        # in the order their comparison ends on first, so that where the plugins'
+        # orders tie one pass sorts them)
+        pending = {name: PriorityQueue(session.job_less, jobs, session.job_ties,
+                                       session.job_key)
                    for name, jobs in waiting.items()}
         while queues:
             queue = queues.pop()

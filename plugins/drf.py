@@ -30,9 +30,6 @@ __all__ = ["DrfPlugin"]
 # Two shares this close are equal: a victim whose job would keep exactly the preemptor's
 # share may still be taken (Volcano's shareDelta).
 SHARE_DELTA = 1e-6
-# Shares closer than this order as equal, so rounding in the running sums never decides
-# between two jobs that hold the same (the session's tie-break does).
-ORDER_DELTA = 1e-9
 
 
 class _JobAttr:
@@ -121,10 +118,15 @@ class DrfPlugin(Plugin):
 
     @hookimpl
     def job_order(self, left: Job, right: Job) -> int:
+        """The smaller share first. Shares are compared exactly, as Volcano does: the
+        running sums hold whole milli units and bytes (`vscheduler.tally`), so two jobs
+        that hold the same have the very same share."""
         ls, rs = self.job_share(left.uid), self.job_share(right.uid)
-        if abs(ls - rs) <= ORDER_DELTA:
-            return 0
-        return -1 if ls < rs else 1
+        return -1 if ls < rs else (1 if ls > rs else 0)
+
+    @hookimpl
+    def job_order_key(self, job: Job) -> float:
+        return self.job_share(job.uid)
 
     # ---------------------------------------------------------------- victims
 

@@ -127,6 +127,11 @@ class GangPlugin(Plugin):
         return 0
 
     @hookimpl
+    def job_order_key(self, job: Job) -> bool:
+        """Jobs not ready yet come first."""
+        return job.is_ready()
+
+    @hookimpl
     def job_ready(self, job: Job) -> bool:
         return (job.check_task_ready() and job.is_ready()
                 and job.sub_groups_short(READY_STATUSES) is None)

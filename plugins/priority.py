@@ -32,6 +32,10 @@ class PriorityPlugin(Plugin):
         return _higher_first(left.priority, right.priority)
 
     @hookimpl
+    def job_order_key(self, job: Job) -> int:
+        return -job.priority
+
+    @hookimpl
     def preemptor_signature(self, task: Task) -> tuple[int | None, int]:
         """Its job's priority and its own (within its job, tasks compare by theirs)."""
         job = self.session.jobs.get(task.job_id)
@@ -45,7 +49,7 @@ class PriorityPlugin(Plugin):
     @hookimpl
     def victim_signature(self, job: Job, tasks: list[Task]) -> int:
         """Its priority (its tasks' are part of every signature)."""
-        return job.priority
+        return -job.priority
 
     @hookimpl
     def victim_state(self) -> None:

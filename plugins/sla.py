@@ -99,6 +99,12 @@ class SlaPlugin(Plugin):
             return -1
         return -1 if ld < rd else (1 if ld > rd else 0)
 
+    @hookimpl
+    def job_order_key(self, job: Job) -> tuple[bool, float]:
+        """The earliest deadline first, jobs without one last."""
+        deadline = self.deadline(job)
+        return (True, 0.0) if deadline is None else (False, deadline)
+
     def _overdue(self, job: Job) -> Vote:
         deadline = self.deadline(job)
         return PERMIT if deadline is not None and self.session.now >= deadline else ABSTAIN

@@ -184,6 +184,56 @@ def test_same_input_same_decisions(objects, conf_name):
     assert first == second
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)))
+def test_jobs_sorted_by_key_decide_as_jobs_compared(objects, conf_name):
+    """Waiting jobs sorted by the plugins' keys (`hookspecs.job_order_key`) give the
+    decisions and reasons of sorting them by comparing them with `job_order`."""
+    from vscheduler.framework.session import Session
+
+    by_key = _run(objects, conf_name, 2).report.as_dict()
+    bind = Session._bind_hooks
+
+    def bind_without_keys(self: Session, tiers: Any) -> None:
+        bind(self, tiers)
+        self.job_key = None
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Session, "_bind_hooks", bind_without_keys)
+        compared = _run(objects, conf_name, 2).report.as_dict()
+    assert json.dumps(by_key) == json.dumps(compared)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)))
+def test_every_built_in_job_order_key_agrees_with_its_job_order(objects, conf_name):
+    """The promise behind `job_order_key`, for every built-in plugin that orders jobs:
+    of any two jobs, the keys compare as `job_order` answers, as the sessions open
+    and after a session placed some of them (drf's shares moved, gangs got ready)."""
+    from vscheduler.framework.session import Session
+
+    simulation = Simulation(parse_conf(CONFS[conf_name], conf_name))
+    simulation.load([(f"gen#{i}", obj) for i, obj in enumerate(objects)])
+    checked = 0
+    for _ in range(2):
+        session = Session(simulation.cache.snapshot(reuse=False), simulation.conf)
+        assert session.job_key is not None
+        session.run()
+        jobs = [session.jobs[uid] for uid in sorted(session.jobs)]
+        for plugin in session.plugins.values():
+            if not hasattr(plugin, "job_order"):
+                continue
+            for left in jobs:
+                for right in jobs:
+                    answer = plugin.job_order(left, right)
+                    lk, rk = plugin.job_order_key(left), plugin.job_order_key(right)
+                    assert (answer < 0, answer == 0) == (lk < rk, lk == rk), (
+                        plugin.name, left.uid, right.uid)
+                    checked += 1
+        simulation.step()
+    event(f"pairs checked: {min(checked // 50 * 50, 200)}")
+
+
 @st.composite
 def full_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Nodes full of low-priority gangs and single pods of two queues (gangs may span

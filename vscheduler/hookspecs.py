@@ -94,7 +94,8 @@ class Rule(enum.Enum):
               "allocation refused) is the session's answer")
     SIGNATURE = ("the answers of the plugins that judge (nodes: `predicate`, `node_order`; "
                  "victims: `preemptable`, `reclaimable`; and for `victim_state` the "
-                 "victim and order hooks too) are collected, in conf order")
+                 "victim and order hooks too; jobs' order: `job_order`) are collected, "
+                 "in conf order")
 
 
 # hook name -> its rule, filled in by `_spec` below, hook by hook.
@@ -168,6 +169,7 @@ class SessionView(Protocol):
 # hook name -> the conf flag that turns it off for one plugin (Volcano's spellings).
 ENABLE_FLAGS: dict[str, str] = {
     "job_order": "enableJobOrder",
+    "job_order_key": "enableJobOrder",
     "queue_order": "enableQueueOrder",
     "task_order": "enableTaskOrder",
     "pre_predicate": "enablePredicate",
@@ -230,6 +232,18 @@ def on_session_close(session: SessionView) -> None:
 def job_order(left: Job, right: Job) -> int:
     """Negative if `left` should be scheduled before `right`, positive if after, 0 if this
     plugin has no opinion. Ties are broken by PodGroup creation time, then uid."""
+
+
+@_spec(Rule.SIGNATURE)
+def job_order_key(job: Job) -> Any:
+    """`job_order` as a key: a value that compares between jobs as `job_order` does
+    (less when `job_order` answers negative, equal when 0), read of the job as it is
+    now. When every plugin that orders jobs gives one, waiting jobs are sorted by the
+    tuple of their keys in conf order, then creation and uid, with no plugin call per
+    comparison: 20,000 waiting jobs cost over 100,000 calls of `job_order` a session
+    otherwise. (Jobs pushed back in line are still placed by `job_order`: the two must
+    agree.) A plugin with `job_order` but no `job_order_key` turns this off (correct,
+    slower)."""
 
 
 @_spec(Rule.ORDER)

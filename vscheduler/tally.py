@@ -35,6 +35,9 @@ __all__ = ["Part", "Tally", "kept_tally", "kept_value"]
 Part = tuple[str, tuple[Resource | None, ...]]
 
 
+_EMPTY = Resource()  # (`Tally.amount`'s, never changed)
+
+
 class Tally:
     """Sums per key of the parts of a snapshot's jobs (or nodes), and each one's part."""
 
@@ -63,10 +66,12 @@ class Tally:
         return sums[index].clone() if sums is not None else Resource()
 
     def amount(self, name: str, index: int) -> Resource:
-        """One amount of the part of `name` (empty if it has none). Read-only."""
+        """One amount of the part of `name` (empty if it has none). Read-only: the
+        empty amount is one object, shared (most jobs of a busy cluster hold nothing,
+        and drf reads every waiting job's)."""
         part = self.parts.get(name)
         amount = part[1][index] if part is not None else None
-        return amount if amount is not None else Resource()
+        return amount if amount is not None else _EMPTY
 
     def total(self, index: int) -> Resource:
         """One amount summed over every key, as a new resource (scalars in name order)."""

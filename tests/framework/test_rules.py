@@ -148,6 +148,8 @@ HOOKS: dict[str, Hook] = {
     "job_order": Hook(ORDERS, lambda s: s.job_compare(job(s), job(s, "b")),
                       lambda answer, bare, n: answer or bare.job_compare(job(bare),
                                                                          job(bare, "b"))),
+    "job_order_key": Hook(st.integers(0, 3), lambda s: s.job_key(job(s)),
+                          lambda answer, bare, n: (*answer, *bare.job_key(job(bare)))),
     "queue_order": Hook(ORDERS, lambda s: s.queue_compare(s.queues["q1"], s.queues["q2"]),
                         lambda answer, bare, n: answer or bare.queue_compare(
                             bare.queues["q1"], bare.queues["q2"])),
@@ -233,6 +235,8 @@ def plugin_class(index: int, hook: str, answer: Any, asked: list[tuple[int, Any]
     attrs[hook] = hookimpl(answer_hook)
     if hook == "task_signature":
         attrs["predicate"] = hookimpl(lambda self, task, node: None)
+    if hook == "job_order_key":  # (the key of the plugin's own order)
+        attrs["job_order"] = hookimpl(lambda self, left, right: 0)
     if hook == "preemptor_signature":  # (it signs for the plugin's own offers)
         attrs["preemptable"] = hookimpl(lambda self, task, candidates: None)
     if hook in ("victim_signature", "victim_state"):  # (one that offers victims, signed)

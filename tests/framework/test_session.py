@@ -135,6 +135,26 @@ def test_job_order_fallback_creation_then_uid() -> None:
     assert session.job_compare(j["default/same-a"], j["default/same-a"]) == 0
 
 
+def test_jobs_are_sorted_by_key_only_if_every_plugin_ordering_them_gives_one() -> None:
+    """`Session.job_key`: the keys of the plugins that order jobs, in conf order, then
+    creation and uid; None when one of them orders jobs without a key. A key without
+    an order, or with the order turned off, is not read."""
+    def name_key(self: Any, job: Job) -> str:
+        return job.name
+
+    keyed = make_plugin("keyed", job_order=const(0), job_order_key=name_key)
+    unkeyed = make_plugin("unkeyed", job_order=const(0))
+    key_only = make_plugin("key-only", job_order_key=const("never read"))
+
+    session = open_session([keyed], [key_only])
+    a, _ = jobs(session)
+    assert session.job_key is not None
+    assert session.job_key(a) == ("a", a.creation, a.uid)
+    assert open_session([keyed], [unkeyed]).job_key is None
+    session = open_session([(unkeyed, {"enableJobOrder": False}), keyed])
+    assert session.job_key is not None and session.job_key(a)[0] == "a"
+
+
 def test_queue_order_first_non_zero_then_creation_then_name() -> None:
     by_name_desc = make_plugin("desc", queue_order=name_descending)
     session = open_session([make_plugin("none", queue_order=const(0))], [by_name_desc])

@@ -27,14 +27,19 @@ class PriorityQueue(Generic[T]):
     __slots__ = ("_items", "_less")
 
     def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = (),
-                 ties: Callable[[T], Any] | None = None) -> None:
+                 ties: Callable[[T], Any] | None = None,
+                 key: Callable[[T], Any] | None = None) -> None:
         """`ties`: the key `less` ends on, when it has one (`Session.job_ties`): the
         items are put in that order first, which costs no plugin call, so that where
         the plugins' orders tie, sorting by `less` takes one pass, not a comparison
         sort's log n passes; and the order going in is then that key's, not the
-        caller's (see above)."""
+        caller's (see above). `key`: `less` as a key, a total order (`Session.job_key`):
+        the items are sorted by it alone, with no call of `less`."""
         self._less = less
-        if ties is not None:  # (last to pop first, as `_items` holds them)
+        if key is not None:  # (last to pop first, as `_items` holds them)
+            self._items = sorted(items, key=key, reverse=True)
+            return
+        if ties is not None:
             items = sorted(items, key=ties, reverse=True)
         self._items = sorted(items, key=cmp_to_key(
             lambda left, right: -1 if less(right, left) else 1))

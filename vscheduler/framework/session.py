@@ -196,6 +196,14 @@ class Session:
                 [fn for fn in tier if fn.__self__ in judges]
                 for tier in tiers.get("task_signature", [])])
         self._base_signatures: dict[str, tuple] = {}
+        # Waiting jobs are sorted by key only if every plugin that orders jobs gives its
+        # order as a key (hookspecs.job_order_key).
+        orderers = {fn.__self__ for fn in flat("job_order")}
+        self.job_key: Callable[[Job], tuple] | None = None
+        if orderers <= {fn.__self__ for fn in flat("job_order_key")}:
+            keys = combine("job_order_key", [[fn for fn in tier if fn.__self__ in orderers]
+                                             for tier in tiers.get("job_order_key", [])])
+            self.job_key = lambda job: (*keys(job), job.creation, job.uid)
         # Victim plans may be shared by preemptors alike only if every plugin that offers
         # victims says what its offers depend on (hookspecs.preemptor_signature).
         offerers = {fn.__self__ for fn in (*flat("preemptable"), *flat("reclaimable"))}
@@ -246,7 +254,8 @@ class Session:
     @staticmethod
     def job_ties(job: Job) -> tuple[float, str]:
         """The key `job_compare` ends on where the plugins' orders tie (`PriorityQueue`
-        puts jobs in it first)."""
+        puts jobs in it first). `job_key`, when the plugins give their orders as keys
+        (`hookspecs.job_order_key`), is the whole order as a key: it ends on this."""
         return job.creation, job.uid
 
     def job_less(self, left: Job, right: Job) -> bool:
