@@ -221,7 +221,11 @@ def collect(tiers: Tiers, arity: int) -> Callable[..., Any]:
     if len(fns) == 1:
         only = fns[0]
         return lambda *args: (only(*args),)
-    return lambda *args: tuple(fn(*args) for fn in fns)
+    if arity == 1:
+        # (`task_signature` and `job_order_key` are asked per task and per job, tens
+        # of thousands of times a session: no packing, no generator)
+        return lambda arg: tuple([fn(arg) for fn in fns])
+    return lambda *args: tuple([fn(*args) for fn in fns])
 
 
 COMBINATORS: dict[Rule, Combinator] = {
