@@ -126,6 +126,7 @@ class DrfPlugin(Plugin):
 
     @hookimpl
     def job_order_key(self, job: Job) -> float:
+        """The share (compared exactly: see `job_order`)."""
         return self.job_share(job.uid)
 
     # ---------------------------------------------------------------- victims

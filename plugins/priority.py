@@ -33,6 +33,7 @@ class PriorityPlugin(Plugin):
 
     @hookimpl
     def job_order_key(self, job: Job) -> int:
+        """The priority negated: higher first, as `job_order`."""
         return -job.priority
 
     @hookimpl
@@ -49,7 +50,7 @@ class PriorityPlugin(Plugin):
     @hookimpl
     def victim_signature(self, job: Job, tasks: list[Task]) -> int:
         """Its priority (its tasks' are part of every signature)."""
-        return -job.priority
+        return job.priority
 
     @hookimpl
     def victim_state(self) -> None:

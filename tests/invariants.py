@@ -20,6 +20,7 @@ from vscheduler.model import Node, Task, TaskStatus
 from vscheduler.resources import CPU, MEMORY, Resource
 from vscheduler.simulate import Simulation
 from vscheduler.specs import NetworkTopology, Pod, PodAffinityTerm, SpreadConstraint
+from vscheduler.tally import Tally
 from vscheduler.topology import from_hypernodes
 
 S = TaskStatus
@@ -439,3 +440,6 @@ def run_checked(simulation: Simulation, sessions: int) -> None:
         check_session(simulation, before_pending, before_queue, before_placed, before_over)
         check_topology(simulation)
         check_inter_pod(simulation, before_spread)
+        # (the empty amount every tally hands out for a job without a part is shared)
+        empty = Tally("jobs", None, 1, lambda job: None).amount("none", 0)
+        assert not (empty.cpu or empty.memory or empty.scalars)

@@ -341,7 +341,7 @@ def test_every_hook_enabled_by_default() -> None:
 @pytest.mark.parametrize(
     ("flag", "hooks"),
     [
-        ("enableJobOrder", ["job_order"]),
+        ("enableJobOrder", ["job_order", "job_order_key"]),
         ("enableQueueOrder", ["queue_order"]),
         ("enableTaskOrder", ["task_order"]),
         ("enablePredicate", ["predicate", "pre_predicate"]),

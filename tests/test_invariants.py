@@ -208,8 +208,8 @@ def test_jobs_sorted_by_key_decide_as_jobs_compared(objects, conf_name):
 @given(objects=clusters(), conf_name=st.sampled_from(sorted(CONFS)))
 def test_every_built_in_job_order_key_agrees_with_its_job_order(objects, conf_name):
     """The promise behind `job_order_key`, for every built-in plugin that orders jobs:
-    of any two jobs, the keys compare as `job_order` answers, as the sessions open
-    and after a session placed some of them (drf's shares moved, gangs got ready)."""
+    of any two jobs, the keys compare as `job_order` answers, once a session has run
+    its actions on them (drf's shares moved, gangs got ready), in two sessions."""
     from vscheduler.framework.session import Session
 
     simulation = Simulation(parse_conf(CONFS[conf_name], conf_name))

@@ -238,7 +238,9 @@ def job_order(left: Job, right: Job) -> int:
 def job_order_key(job: Job) -> Any:
     """`job_order` as a key: a value that compares between jobs as `job_order` does
     (less when `job_order` answers negative, equal when 0), read of the job as it is
-    now. When every plugin that orders jobs gives one, waiting jobs are sorted by the
+    now; so the plugin's keys must all be comparable with one another (no NaN, no None
+    beside numbers: `(True, 0.0)` for "last", say). Turned off with `job_order` by
+    enableJobOrder. When every plugin that orders jobs gives one, waiting jobs are sorted by the
     tuple of their keys in conf order, then creation and uid, with no plugin call per
     comparison: 20,000 waiting jobs cost over 100,000 calls of `job_order` a session
     otherwise. (Jobs pushed back in line are still placed by `job_order`: the two must

@@ -37,6 +37,26 @@ def test_pops_come_in_order_as_from_a_heap(start, steps):
     assert not queue
 
 
+@given(st.lists(items, unique=True), st.lists(items))
+def test_items_sorted_by_a_key_pop_as_compared_and_pushes_find_their_place(start, pushed):
+    """With `key` (the order as a key: `Session.job_key`), the items are sorted by it
+    without one call of `less`; items pushed later are placed by `less` among them."""
+    asked: list[int] = []
+
+    def less(left: tuple[int, str], right: tuple[int, str]) -> bool:
+        asked.append(1)
+        return left < right
+
+    queue = PriorityQueue(less, start, key=lambda item: item)
+    assert not asked
+    queued = list(start)
+    for item in pushed:
+        if item not in queued:
+            queue.push(item)
+            queued.append(item)
+    assert [queue.pop() for _ in range(len(queued))] == sorted(queued)
+
+
 @given(st.lists(items, unique=True))
 def test_items_put_in_the_order_the_ties_end_on_pop_alike_for_fewer_comparisons(start):
     """With `ties` (the key a session's order ends on: here the name), the pops are

@@ -107,6 +107,23 @@ def test_job_order_lower_share_first():
     assert plugin.job_order(jobs["default/small"], jobs["default/twin"]) == 0
 
 
+def test_shares_a_few_bytes_apart_are_ordered_by_them():
+    """Shares are compared exactly, as Volcano's drf does: holdings whose shares differ
+    far less than a millionth still order by share, not by age (the running sums hold
+    whole bytes, so equal holdings give the very same share)."""
+    objects = [node("n1", cpu="8", memory="8Gi"),  # (memory is the dominant share)
+               podgroup("older", 1, phase="Running", creation="2026-01-01T00:00:00Z"),
+               pod("older-0", "100m", str(2**30 + 4), group="older", node_name="n1"),
+               podgroup("newer", 1, phase="Running", creation="2026-01-02T00:00:00Z"),
+               pod("newer-0", "100m", str(2**30), group="newer", node_name="n1")]
+    session = open_with(objects, CONF_DRF_ORDER)
+    plugin, jobs = drf_of(session), session.jobs
+    older, newer = jobs["default/older"], jobs["default/newer"]
+    assert plugin.job_order(newer, older) == -1
+    assert plugin.job_order_key(newer) < plugin.job_order_key(older)
+    assert session.job_less(newer, older)
+
+
 def test_job_with_lower_share_is_placed_first_when_resources_are_short():
     # `big` is older and already holds 2 cpu; one cpu is free and both want it.
     objects = [node("n1", cpu="3"),

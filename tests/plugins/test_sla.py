@@ -64,6 +64,9 @@ def test_jobs_with_a_waiting_time_come_first_the_earliest_deadline_first() -> No
     order = sorted(jobs, key=lambda j: sum(session.job_less(o, j) for o in jobs))
     # deadlines: ten 01:10, hour 01:30, none never
     assert [j.name for j in order] == ["ten", "hour", "none"]
+    # the same order as a key (`job_order_key`), jobs without a deadline last
+    assert session.job_key is not None
+    assert [j.name for j in sorted(jobs, key=session.job_key)] == ["ten", "hour", "none"]
 
 
 @pytest.mark.parametrize(("waiting", "admitted"), [("30m", True), ("2h", False)])

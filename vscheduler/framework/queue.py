@@ -13,9 +13,9 @@ T = TypeVar("T")
 
 class PriorityQueue(Generic[T]):
     """`pop` returns the item that `less` puts first. The session's orders end on
-    uids, so where the plugins' orders are transitive the result does not depend on
-    insertion order; drf's is not quite (shares within a tolerance tie), and then the
-    items' order going in may decide between near ties: give `ties` to fix it.
+    uids, so where the plugins' orders are transitive (the built-in ones are) the
+    result does not depend on insertion order; `ties` fixes the order going in, for
+    a plugin whose order is not.
 
     The items are kept in a list sorted from the last to pop to the first: a pop takes
     the end without comparing anything, a push finds its place by bisection. A heap
@@ -33,7 +33,7 @@ class PriorityQueue(Generic[T]):
         items are put in that order first, which costs no plugin call, so that where
         the plugins' orders tie, sorting by `less` takes one pass, not a comparison
         sort's log n passes; and the order going in is then that key's, not the
-        caller's (see above). `key`: `less` as a key, a total order (`Session.job_key`):
+        caller's. `key`: `less` as a key, a total order (`Session.job_key`):
         the items are sorted by it alone, with no call of `less`."""
         self._less = less
         if key is not None:  # (last to pop first, as `_items` holds them)
