@@ -55,15 +55,16 @@ class Preempt(Action):
             until_queue_has_room=self.args.get("evictUntilQueueHasRoom", True),
             best_node_first=True, unplaced=UNPLACED)
         within_job = replace(between_jobs, scope=Scope.OWN_JOB, unplaced="")
-        starving: dict[str, PriorityQueue[Job]] = {}
         under_request: dict[str, list[Job]] = {}
         for job in session.waiting_jobs:
             if job.is_pending() or session.job_valid(job) is not None:
                 continue
             if not session.job_starving(job):
                 continue
-            starving.setdefault(job.queue, PriorityQueue(session.job_less)).push(job)
             under_request.setdefault(job.queue, []).append(job)
+        starving = {name: PriorityQueue(session.job_less, jobs, session.job_ties,
+                                        session.job_key)
+                    for name, jobs in under_request.items()}
         queues: PriorityQueue[Queue] = PriorityQueue(
             session.queue_less, [session.queues[name] for name in starving])
         while queues:

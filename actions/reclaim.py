@@ -45,7 +45,7 @@ class Reclaim(Action):
                               offered_by="reclaimable", unplaced=UNPLACED,
                               idle_is_room=False, **policy_arguments(self.args))
         queues: PriorityQueue[Queue] = PriorityQueue(session.queue_less)
-        starving: dict[str, PriorityQueue[Job]] = {}
+        waiting: dict[str, list[Job]] = {}
         seen: set[str] = set()
         for job in session.waiting_jobs:
             if job.is_pending() or session.job_valid(job) is not None:
@@ -55,7 +55,10 @@ class Reclaim(Action):
                 seen.add(queue.name)
                 queues.push(queue)
             if session.job_starving(job):
-                starving.setdefault(queue.name, PriorityQueue(session.job_less)).push(job)
+                waiting.setdefault(queue.name, []).append(job)
+        starving = {name: PriorityQueue(session.job_less, jobs, session.job_ties,
+                                        session.job_key)
+                    for name, jobs in waiting.items()}
         while queues:
             queue = queues.pop()
             overused = session.overused(queue)
