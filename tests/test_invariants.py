@@ -379,6 +379,32 @@ def test_gangs_judged_by_signature_decide_as_gangs_asked_about_one_by_one(object
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
        conf_name=st.sampled_from(sorted(EVERY_OFFERER)))
+def test_nodes_found_closed_for_preemptors_sharing_refusals_decide_as_judged_by_each(
+        objects, conf_name):
+    """Nodes one preemptor found closed to a gang-safe plan, taken as closed by the
+    others sharing its refusals (`Plans.closed`), give the decisions of every
+    preemptor judging every node itself, with every built-in plugin that offers
+    victims."""
+    from vscheduler.framework.eviction import WholeJobs
+
+    confs = {**CONFS, **EVERY_OFFERER}
+    shared = _run(objects, conf_name, 2, confs).report.as_dict()
+    init = WholeJobs.__init__
+
+    def not_noting(self: WholeJobs, *args: Any) -> None:
+        init(self, *args[:4])  # (no `closed_nodes`: nothing found closed is shared)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WholeJobs, "__init__", not_noting)
+        each = _run(objects, conf_name, 2, confs).report.as_dict()
+    event(f"evictions: {min(len(shared['evictions']), 3)}")
+    assert (shared["evictions"], shared["binds"], shared["pipelined"]) == \
+        (each["evictions"], each["binds"], each["pipelined"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
+       conf_name=st.sampled_from(sorted(EVERY_OFFERER)))
 def test_gangs_of_one_victim_signature_get_alike_answers(objects, conf_name):
     """The promise behind `victim_signature`, for every built-in plugin that offers
     victims: of two gangs that agree on the signature, every waiting pod is offered

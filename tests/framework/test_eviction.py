@@ -416,6 +416,7 @@ def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan()
     kept.plans = {("policy",): plans}
     kept.refusals = {}
     kept.alike_refusals = {}
+    kept.closed = {}
     session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
                               jobs={}, nodes={})
     memo = PlanMemo.__new__(PlanMemo)
@@ -500,6 +501,9 @@ def test_refusals_by_victim_signature_end_with_their_session():
     kept.plans = {("policy", "qa"): clocked}
     kept.refusals = {}
     kept.alike_refusals = {("policy",): alike}
+    closed = {"n1": ()}
+    clocked.closed = closed
+    kept.closed = {("policy",): closed}
     session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
                               jobs={}, nodes={})
     memo = PlanMemo.__new__(PlanMemo)
@@ -507,6 +511,7 @@ def test_refusals_by_victim_signature_end_with_their_session():
     memo.carry(session, kept)
     assert all(not refused for refused in memo.alike_refusals.values())
     assert all(not plans.refused_alike for plans in memo.plans.values())
+    assert all(not nodes for nodes in memo.closed.values())  # (not carried either)
 
 
 def test_refusals_shared_with_plans_that_read_the_clock_are_not_carried():
@@ -522,6 +527,7 @@ def test_refusals_shared_with_plans_that_read_the_clock_are_not_carried():
     kept.plans = {("policy", "qa"): clocked, ("policy", "qb"): steady}
     kept.refusals = {("policy",): refused}
     kept.alike_refusals = {}
+    kept.closed = {}
     session = SimpleNamespace(snapshot=SimpleNamespace(changed_nodes=[], changed_jobs=[]),
                               jobs={}, nodes={})
     memo = PlanMemo.__new__(PlanMemo)

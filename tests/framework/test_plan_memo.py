@@ -360,6 +360,69 @@ def test_gangs_alike_are_asked_about_once_per_signature(sign: str) -> None:
 
 
 @pytest.mark.parametrize("by_signature", [True, False])
+def test_a_node_closed_by_shared_refusals_is_planned_on_once_for_reclaimers_of_every_queue(
+        by_signature: bool) -> None:
+    """Reclaimers of two queues, nodes full of a third queue's gangs that may not go
+    whole: when the reclaimers share refusals (`offers_by_signature`), a node the first
+    found closed to a gang-safe plan (`Plans.closed`) is not planned on for the second,
+    which takes from the same jobs; without shared refusals, each plans on every node.
+    The decisions are the same."""
+    from vscheduler.conf import PluginOption
+
+    objects = _nodes_full_of_gangs(["qa", "qb"])
+    conf = parse_conf(RECLAIM, "test")
+    conf.tiers[0].append(PluginOption("refusing", _refusing(by_signature), {}, {}))
+    planned: list[tuple[str, str]] = []
+    plan_on_node = eviction._plan_on_node
+
+    def counted(session: Any, policy: Any, preemptor: Any, node: Any, *rest: Any) -> Any:
+        planned.append((preemptor.name, node.name))
+        return plan_on_node(session, policy, preemptor, node, *rest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(eviction, "_plan_on_node", counted)
+        simulation = Simulation(conf)
+        simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+        simulation.run(1)
+    nodes = sorted(f"n{i}" for i in range(4))
+    assert sorted(node for who, node in planned if who == "want-qa") == nodes
+    assert sorted(node for who, node in planned if who == "want-qb") == (
+        [] if by_signature else nodes)
+    report = simulation.report.as_dict()
+    assert report["evictions"] == [] and not report["pipelined"]
+
+
+def test_a_node_closed_to_one_queue_by_its_own_gang_stays_open_to_another() -> None:
+    """qa's reclaimer finds node n0 closed: it holds only qa's own gang, which qa may not
+    reclaim from. qb's reclaimer shares qa's refusals, but may take that gang: n0 is not
+    closed to it (`Plans.closed` keeps the jobs the first rule took nothing from), and
+    it reclaims the gang there, as qa's reclaimer took qb's gang on n1."""
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        b.queue("qa", reclaimable=True), b.queue("qb", reclaimable=True),
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(2))]
+    for name, queue, where in (("G", "qa", "n0"), ("H", "qb", "n1")):
+        objects.append(b.podgroup(name, 2, queue=queue, priority_class="low",
+                                  phase="Running"))
+        objects += [b.pod(f"{name}-{t}", group=name, queue=queue, node_name=where,
+                          priority_class="low", phase="Running", **{GPU: "1"})
+                    for t in range(2)]
+    for queue in ("qa", "qb"):
+        objects += [b.podgroup(f"want-{queue}", 1, queue=queue, priority_class="high",
+                               phase="Inqueue"),
+                    b.pod(f"want-{queue}", group=f"want-{queue}", queue=queue,
+                          priority_class="high", **{GPU: "2"})]  # (a node's cards)
+    simulation = Simulation(parse_conf(RECLAIM, "test"))
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+    simulation.run(1)
+    report = simulation.report.as_dict()
+    assert sorted((e["pod"], e["for"]) for e in report["evictions"]) == [
+        ("default/G-0", "default/want-qb"), ("default/G-1", "default/want-qb"),
+        ("default/H-0", "default/want-qa"), ("default/H-1", "default/want-qa")]
+    assert report["pipelined"] == {"default/want-qa": "n1", "default/want-qb": "n0"}
+
+
+@pytest.mark.parametrize("by_signature", [True, False])
 def test_a_gang_refused_whole_is_asked_about_once_for_reclaimers_of_every_queue(
         by_signature: bool) -> None:
     """Reclaimers of two queues, nodes full of a third queue's gangs that may not go

@@ -262,7 +262,12 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     alike = None
     if session.judges_gangs_alike:
         alike = Alike(session.victim_signature, memo.refused_alike)
-    whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike)
+    whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike,
+                           memo.closed if policy.gang_safe else None)
+    # Nodes found closed by a preemptor sharing these refusals (`Plans.closed`): closed
+    # to this one too if it takes nothing from the jobs there the other took nothing
+    # from (its own job gives it pods only where the rule takes from it alone).
+    closed: dict[str, tuple[str, ...]] = memo.closed if policy.gang_safe else {}
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -283,6 +288,9 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
         for index, node in scan:
             if node.name in memo.by_node:
                 plan, fresh = memo.by_node[node.name], False
+            elif node.name in closed and not any(map(gives, closed[node.name])):
+                memo.by_node[node.name] = None
+                continue
             else:
                 if not policy.best_node_first:  # (best-first nodes are candidates)
                     unfit = judged(session, preemptor, node, refused)
@@ -370,7 +378,7 @@ class Plans:
     none by session objects, so that carrying costs what changed, not a pass over a
     full cluster's nodes."""
 
-    __slots__ = ("_open", "_reopened", "by_node", "clocked", "planned", "refused",
+    __slots__ = ("_open", "_reopened", "by_node", "clocked", "closed", "planned", "refused",
                  "refused_alike")
 
     def __init__(self) -> None:
@@ -380,6 +388,14 @@ class Plans:
         # The victim signatures of gangs the plugins refused whole (`Alike`), until a
         # node changes in the action; shared as `refused` is, never carried.
         self.refused_alike: set[tuple] = set()
+        # Nodes closed to a gang-safe plan (`WholeJobs.closed`), each with the uids of
+        # its jobs the rule of the preemptor that found it took nothing from: all its
+        # other pods are of gangs that may give only whole and are refused whole (in
+        # `refused`). So it is closed to any preemptor sharing `refused`, whatever its
+        # queue or shape, that takes nothing from those jobs either. Shared as
+        # `refused` is, forgotten with the nodes and jobs `refused` forgets, never
+        # carried.
+        self.closed: dict[str, tuple[str, ...]] = {}
         # A pod was passed over for being younger than its minimum runtime: what was
         # learnt holds for this session's clock only (not carried: `PlanMemo.carry`).
         self.clocked = False
@@ -420,6 +436,7 @@ class Plans:
                 del by_node[name]
         self.planned = set()
         self.refused_alike.clear()
+        self.closed.clear()
 
     def forget(self, node: Node) -> None:
         """What was learnt of `node` no longer holds: it changed."""
@@ -441,8 +458,8 @@ class PlanMemo:
     snapshot copied anew are then forgotten as if they had changed in this session.
     Once its session is done a memo keeps only that (`settle`)."""
 
-    __slots__ = ("alike_refusals", "conf", "log", "node_specs", "plans", "position",
-                 "refusals", "serial", "start", "state", "still")
+    __slots__ = ("alike_refusals", "closed", "conf", "log", "node_specs", "plans",
+                 "position", "refusals", "serial", "start", "state", "still")
 
     def __init__(self, session: Session, state: tuple | None = None) -> None:
         # (not the session itself: a memo kept for the next session must not keep it)
@@ -451,6 +468,7 @@ class PlanMemo:
         # plugins say their refusals do not read (`Session.refusal_signature`).
         self.refusals: dict[tuple[Any, ...], set[str]] = {}
         self.alike_refusals: dict[tuple[Any, ...], set[tuple]] = {}  # (`Plans.refused_alike`)
+        self.closed: dict[tuple[Any, ...], dict[str, tuple[str, ...]]] = {}  # (`Plans.closed`)
         self.position = 0
         self.state = state  # the victim state as the action began; None: not carried
         self.serial = session.snapshot.serial
@@ -495,6 +513,9 @@ class PlanMemo:
         for alike in kept.alike_refusals.values():
             alike.clear()
         self.alike_refusals = kept.alike_refusals
+        for closed in kept.closed.values():
+            closed.clear()
+        self.closed = kept.closed
         for key, plans in kept.plans.items():
             if plans.clocked or id(plans.refused) in clocked:
                 continue  # (what it learnt from such refusals, its nodes without a plan too)
@@ -513,11 +534,14 @@ class PlanMemo:
         if self.position < len(changes):
             changed, jobs = _stale(session, set(changes[self.position:]))
             self.position = len(changes)
+            names = [node.name for node in changed]
             for plans in self.plans.values():
                 for node in changed:
                     plans.forget(node)
                 plans.refused.difference_update(jobs)
                 plans.refused_alike.clear()
+                for name in names:
+                    plans.closed.pop(name, None)
         key = (policy, *signature)
         plans = self.plans.get(key)
         if plans is None:
@@ -527,6 +551,7 @@ class PlanMemo:
                 plans.refused = self.refusals.setdefault((policy, *shared), plans.refused)
                 plans.refused_alike = self.alike_refusals.setdefault(
                     (policy, *shared), plans.refused_alike)
+                plans.closed = self.closed.setdefault((policy, *shared), plans.closed)
         return plans
 
 
@@ -894,11 +919,13 @@ class WholeJobs:
     with `alike`, asked once per victim signature (`Alike`). `own_job`: the
     preemptor's, which gives it tasks one by one and is never judged by signature."""
 
-    __slots__ = ("_kinds", "alike", "approved", "gives", "own_job", "refused")
+    __slots__ = ("_kinds", "alike", "approved", "closed_nodes", "gives", "own_job",
+                 "refused")
 
     def __init__(self, own_job: str, refused: set[str],
                  gives: Callable[[str], bool] | None = None,
-                 alike: Alike | None = None) -> None:
+                 alike: Alike | None = None,
+                 closed_nodes: dict[str, tuple[str, ...]] | None = None) -> None:
         self.approved: dict[str, list[Task]] = {}
         self.refused = refused
         self.gives = gives
@@ -906,6 +933,8 @@ class WholeJobs:
         self.alike = alike
         self.own_job = own_job
         self._kinds: dict[str, int] = {}  # job uid -> what it may give (`closed`)
+        # where to note the nodes found closed (`Plans.closed`)
+        self.closed_nodes = closed_nodes
 
     def closed(self, node: Node, jobs: Mapping[str, Job],
                whole_job: Callable[[Job], list[Task] | None]) -> bool:
@@ -921,6 +950,7 @@ class WholeJobs:
             return False
         kinds = self._kinds
         gangs: dict[str, Job] = {}  # (asked last: asking costs most)
+        untaken: dict[str, None] = {}  # (jobs the rule takes nothing from, in order)
         for task, _ in node.tasks.values():
             uid = task.job_id
             kind = kinds.get(uid)
@@ -936,7 +966,13 @@ class WholeJobs:
                 return False
             if kind == _WHOLE_ONLY:
                 gangs[uid] = jobs[uid]
-        return all(whole_job(job) is None for job in gangs.values())
+            else:
+                untaken[uid] = None
+        if not all(whole_job(job) is None for job in gangs.values()):
+            return False
+        if self.closed_nodes is not None:
+            self.closed_nodes[node.name] = tuple(untaken)
+        return True
 
     def get(self, job: Job, eligible: Callable[[Task], bool],
             approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
