@@ -333,13 +333,13 @@ def whole_gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 # proportion both divide the queues: one conf each).
 EVERY_OFFERER = {
     "proportion": """
-actions: "reclaim, preempt"
+actions: "enqueue, reclaim, preempt"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
 """,
     "capacity-card": """
-actions: "reclaim, preempt"
+actions: "enqueue, reclaim, preempt"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: proportion},
@@ -348,7 +348,7 @@ tiers:
             {name: nodeorder}]
 """,
     "capacity": """
-actions: "reclaim, preempt"
+actions: "enqueue, reclaim, preempt"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]

@@ -413,6 +413,7 @@ def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan()
     plans = Plans()
     plans.note("n1", ((1.0, 0.0, 0.0), []))
     plans.note("n2", None)
+    plans.closed = {"n1": ()}  # (its own: not shared with other plans)
     kept.plans = {("policy",): plans}
     kept.refusals = {}
     kept.alike_refusals = {}
@@ -423,6 +424,7 @@ def test_a_plan_memo_carried_from_a_session_that_was_not_settled_keeps_no_plan()
     memo.plans = {}
     memo.carry(session, kept)
     assert memo.plans[("policy",)].by_node == {"n2": None}
+    assert memo.plans[("policy",)].closed == {}
 
 
 # --------------------------------------------------------------------------- closed nodes

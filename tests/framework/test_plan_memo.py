@@ -422,6 +422,64 @@ def test_a_node_closed_to_one_queue_by_its_own_gang_stays_open_to_another() -> N
     assert report["pipelined"] == {"default/want-qa": "n1", "default/want-qb": "n0"}
 
 
+def test_a_node_found_closed_is_open_again_once_a_job_there_changed_elsewhere() -> None:
+    """Gang G (queue qc, minMember 2) has a pod on n0 and one on n1, beside a single
+    pod S. A plugin that shares its refusals offers G's pods only once S no longer
+    runs. qa's reclaimer finds n0 closed (G refused whole), evicts S and lands on n1:
+    that changes G, so n0 is no longer known closed, and qb's reclaimer takes G whole
+    and lands on n0."""
+    from vscheduler.conf import PluginOption
+    from vscheduler.hookspecs import hookimpl
+    from vscheduler.model import TaskStatus
+    from vscheduler.plugin import Plugin
+
+    class Guarded(Plugin):
+        name = "guarded"
+
+        @hookimpl
+        def on_session_open(self, session: Any) -> None:
+            self.session = session
+
+        @hookimpl
+        def preemptor_signature(self, task: Any) -> None:
+            return None
+
+        @hookimpl
+        def offers_by_signature(self) -> bool:
+            return True
+
+        @hookimpl
+        def reclaimable(self, reclaimer: Any, candidates: list) -> list:
+            # (offers grow only where a node holding G changed: the promise holds)
+            s_runs = any(t.name == "S" and t.status & (TaskStatus.RUNNING | TaskStatus.BOUND)
+                         for t, _ in self.session.nodes["n1"].tasks.values())
+            return [t for t in candidates if not (s_runs and t.job_id == "default/G")]
+
+    objects: list[dict[str, Any]] = [
+        b.priority_class("low", 10), b.priority_class("high", 1000),
+        *(b.queue(q, reclaimable=True) for q in ("qa", "qb", "qc")),
+        b.node("n0", cpu="8", memory="32Gi", **{GPU: "1"}),
+        b.node("n1", cpu="8", memory="32Gi", **{GPU: "2"}),
+        b.podgroup("G", 2, queue="qc", priority_class="low", phase="Running"),
+        *(b.pod(f"G-{i}", group="G", queue="qc", node_name=f"n{i}", priority_class="low",
+                phase="Running", **{GPU: "1"}) for i in range(2)),
+        b.podgroup("S", 1, queue="qc", priority_class="low", phase="Running"),
+        b.pod("S", group="S", queue="qc", node_name="n1", priority_class="low",
+              phase="Running", **{GPU: "1"})]
+    for q in ("qa", "qb"):
+        objects += [b.podgroup(f"want-{q}", 1, queue=q, priority_class="high",
+                               phase="Inqueue"),
+                    b.pod(f"want-{q}", group=f"want-{q}", queue=q, priority_class="high",
+                          **{GPU: "1"})]
+    conf = parse_conf(RECLAIM, "test")
+    conf.tiers[0].append(PluginOption("guarded", Guarded, {}, {}))
+    simulation = Simulation(conf)
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+    simulation.run(1)
+    report = simulation.report.as_dict()
+    assert report["pipelined"] == {"default/want-qa": "n1", "default/want-qb": "n0"}
+
+
 @pytest.mark.parametrize("by_signature", [True, False])
 def test_a_gang_refused_whole_is_asked_about_once_for_reclaimers_of_every_queue(
         by_signature: bool) -> None:
