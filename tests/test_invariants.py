@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -278,13 +279,23 @@ def full_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_preemptors_alike_sharing_plans_decide_as_planning_alone(objects, conf_name):
     """Victim plans shared between preemptors alike (eviction.PlanMemo) give the
     decisions each preemptor planning on every node for itself gives."""
-    shared = _run(objects, conf_name, 2).report.as_dict()
-    with pytest.MonkeyPatch.context() as patch:  # nothing remembered, nothing shared
+    def alone(patch: pytest.MonkeyPatch) -> None:  # nothing remembered, nothing shared
         patch.setattr(PlanMemo, "plans_for", lambda self, session, policy, signature: Plans())
-        alone = _run(objects, conf_name, 2).report.as_dict()
+
+    _decide_alike(objects, conf_name, CONFS, alone)
+
+
+def _decide_alike(objects: list[dict[str, Any]], conf_name: str, confs: dict[str, str],
+                  without: Callable[[pytest.MonkeyPatch], None]) -> None:
+    """Two checked sessions on `objects` evict, bind and pipeline alike as they are and
+    with `without` patched in (a sharing turned off)."""
+    shared = _run(objects, conf_name, 2, confs).report.as_dict()
+    with pytest.MonkeyPatch.context() as patch:
+        without(patch)
+        each = _run(objects, conf_name, 2, confs).report.as_dict()
     event(f"evictions: {min(len(shared['evictions']), 3)}")
     assert (shared["evictions"], shared["binds"], shared["pipelined"]) == \
-        (alone["evictions"], alone["binds"], alone["pipelined"])
+        (each["evictions"], each["binds"], each["pipelined"])
 
 
 # (kinds of owner the tidal plugins read as training, inference and unknown)
@@ -366,14 +377,10 @@ def test_gangs_judged_by_signature_decide_as_gangs_asked_about_one_by_one(object
     every built-in plugin that offers victims."""
     from vscheduler.framework.session import Session
 
-    confs = {**CONFS, **EVERY_OFFERER}
-    alike = _run(objects, conf_name, 2, confs).report.as_dict()
-    with pytest.MonkeyPatch.context() as patch:
+    def one_by_one(patch: pytest.MonkeyPatch) -> None:
         patch.setattr(Session, "victim_signature", lambda self, job, tasks: None)
-        one_by_one = _run(objects, conf_name, 2, confs).report.as_dict()
-    event(f"evictions: {min(len(alike['evictions']), 3)}")
-    assert (alike["evictions"], alike["binds"], alike["pipelined"]) == \
-        (one_by_one["evictions"], one_by_one["binds"], one_by_one["pipelined"])
+
+    _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, one_by_one)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -387,19 +394,15 @@ def test_nodes_found_closed_for_preemptors_sharing_refusals_decide_as_judged_by_
     victims."""
     from vscheduler.framework.eviction import WholeJobs
 
-    confs = {**CONFS, **EVERY_OFFERER}
-    shared = _run(objects, conf_name, 2, confs).report.as_dict()
     init = WholeJobs.__init__
 
     def not_noting(self: WholeJobs, *args: Any) -> None:
         init(self, *args[:4])  # (no `closed_nodes`: nothing found closed is shared)
 
-    with pytest.MonkeyPatch.context() as patch:
+    def each_judging(patch: pytest.MonkeyPatch) -> None:
         patch.setattr(WholeJobs, "__init__", not_noting)
-        each = _run(objects, conf_name, 2, confs).report.as_dict()
-    event(f"evictions: {min(len(shared['evictions']), 3)}")
-    assert (shared["evictions"], shared["binds"], shared["pipelined"]) == \
-        (each["evictions"], each["binds"], each["pipelined"])
+
+    _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, each_judging)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
