@@ -31,12 +31,7 @@ class Enqueue(Action):
                 waiting[queue.name] = []
                 queues.push(queue)
             waiting[queue.name].append(job)
-        # (sorted at once: by key where the plugins give their orders as keys, else put
-        # in the order their comparison ends on first, so that where the plugins'
-        # orders tie one pass sorts them)
-        pending = {name: PriorityQueue(session.job_less, jobs, session.job_ties,
-                                       session.job_key)
-                   for name, jobs in waiting.items()}
+        pending = {name: session.job_line(jobs) for name, jobs in waiting.items()}
         while queues:
             queue = queues.pop()
             jobs = pending[queue.name]

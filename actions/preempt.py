@@ -62,9 +62,7 @@ class Preempt(Action):
             if not session.job_starving(job):
                 continue
             under_request.setdefault(job.queue, []).append(job)
-        starving = {name: PriorityQueue(session.job_less, jobs, session.job_ties,
-                                        session.job_key)
-                    for name, jobs in under_request.items()}
+        starving = {name: session.job_line(jobs) for name, jobs in under_request.items()}
         queues: PriorityQueue[Queue] = PriorityQueue(
             session.queue_less, [session.queues[name] for name in starving])
         while queues:

@@ -56,9 +56,7 @@ class Reclaim(Action):
                 queues.push(queue)
             if session.job_starving(job):
                 waiting.setdefault(queue.name, []).append(job)
-        starving = {name: PriorityQueue(session.job_less, jobs, session.job_ties,
-                                        session.job_key)
-                    for name, jobs in waiting.items()}
+        starving = {name: session.job_line(jobs) for name, jobs in waiting.items()}
         while queues:
             queue = queues.pop()
             overused = session.overused(queue)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from vscheduler.cache import Snapshot
@@ -23,6 +23,7 @@ from vscheduler.fit import Unfit
 from vscheduler.framework.close import close_session, held_part
 from vscheduler.framework.combine import Tiers, combine
 from vscheduler.framework.placement import NodeSampling
+from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.results import Event, Eviction, EvictionTerms, SessionResult
 from vscheduler.framework.statement import Statement
 from vscheduler.guards import EvictionCap
@@ -260,6 +261,11 @@ class Session:
 
     def job_less(self, left: Job, right: Job) -> bool:
         return self.job_compare(left, right) < 0
+
+    def job_line(self, jobs: Iterable[Job]) -> PriorityQueue[Job]:
+        """`jobs` in line in job order, sorted at once: by `job_key` when the plugins
+        give their orders as keys, else compared, put in `job_ties`' order first."""
+        return PriorityQueue(self.job_less, jobs, self.job_ties, self.job_key)
 
     def queue_compare(self, left: Queue, right: Queue) -> int:
         result = self._queue_order(left, right)
