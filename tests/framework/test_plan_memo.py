@@ -431,22 +431,13 @@ def test_a_node_found_closed_is_open_again_once_a_job_there_changed_elsewhere() 
     from vscheduler.conf import PluginOption
     from vscheduler.hookspecs import hookimpl
     from vscheduler.model import TaskStatus
-    from vscheduler.plugin import Plugin
 
-    class Guarded(Plugin):
+    class Guarded(_refusing(True)):  # type: ignore[misc]
         name = "guarded"
 
         @hookimpl
         def on_session_open(self, session: Any) -> None:
             self.session = session
-
-        @hookimpl
-        def preemptor_signature(self, task: Any) -> None:
-            return None
-
-        @hookimpl
-        def offers_by_signature(self) -> bool:
-            return True
 
         @hookimpl
         def reclaimable(self, reclaimer: Any, candidates: list) -> list:
