@@ -240,12 +240,12 @@ def job_order_key(job: Job) -> Any:
     (less when `job_order` answers negative, equal when 0), read of the job as it is
     now; so the plugin's keys must all be comparable with one another (no NaN, no None
     beside numbers: `(True, 0.0)` for "last", say). Turned off with `job_order` by
-    enableJobOrder. When every plugin that orders jobs gives one, waiting jobs are sorted by the
-    tuple of their keys in conf order, then creation and uid, with no plugin call per
-    comparison: 20,000 waiting jobs cost over 100,000 calls of `job_order` a session
-    otherwise. (Jobs pushed back in line are still placed by `job_order`: the two must
-    agree.) A plugin with `job_order` but no `job_order_key` turns this off (correct,
-    slower)."""
+    enableJobOrder. When every plugin that orders jobs gives one, waiting jobs are
+    sorted by the tuple of their keys in conf order, then creation and uid, with no
+    plugin call per comparison: 20,000 waiting jobs cost over 100,000 calls of
+    `job_order` a session otherwise. (Jobs pushed back in line are still placed by
+    `job_order`: the two must agree.) A plugin with `job_order` but no `job_order_key`
+    turns this off (correct, slower)."""
 
 
 @_spec(Rule.ORDER)

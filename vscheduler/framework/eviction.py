@@ -262,12 +262,12 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     alike = None
     if session.judges_gangs_alike:
         alike = Alike(session.victim_signature, memo.refused_alike)
-    whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike,
-                           memo.closed if policy.gang_safe else None)
     # Nodes found closed by a preemptor sharing these refusals (`Plans.closed`): closed
-    # to this one too if it takes nothing from the jobs there the other took nothing
-    # from (its own job gives it pods only where the rule takes from it alone).
-    closed: dict[str, tuple[str, ...]] = memo.closed if policy.gang_safe else {}
+    # to this one too if it takes nothing from the jobs there the finder took nothing
+    # from. (Its own job is no exception: a rule takes from a preemptor's own job only
+    # where it takes from no other, and the finder then noted that job as untaken.)
+    closed = memo.closed if policy.gang_safe else None
+    whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike, closed)
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -288,7 +288,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
         for index, node in scan:
             if node.name in memo.by_node:
                 plan, fresh = memo.by_node[node.name], False
-            elif node.name in closed and not any(map(gives, closed[node.name])):
+            elif closed and node.name in closed and not any(map(gives, closed[node.name])):
                 memo.by_node[node.name] = None
                 continue
             else:
