@@ -406,6 +406,23 @@ def test_nodes_found_closed_for_preemptors_sharing_refusals_decide_as_judged_by_
     _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, each_judging)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
+       conf_name=st.sampled_from(["reclaim-preempt", "preempt-no-enqueue",
+                                  *sorted(EVERY_OFFERER)]))
+def test_nodes_the_victim_index_finds_closed_decide_as_planned_on_one_by_one(objects,
+                                                                           conf_name):
+    """Planning only on the nodes the victim index finds open (`VictimIndex`), kept up
+    to date as evictions and pipelines change jobs in the session, gives the decisions
+    of planning on every node, with every built-in plugin that offers victims."""
+    from vscheduler.framework import eviction
+
+    def every_node(patch: pytest.MonkeyPatch) -> None:
+        patch.setattr(eviction, "_holders", lambda *args: None)
+
+    _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, every_node)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
        conf_name=st.sampled_from(sorted(EVERY_OFFERER)))

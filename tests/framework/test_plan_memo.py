@@ -165,8 +165,11 @@ def _full_of_whole_gangs() -> list[dict[str, Any]]:
                       for i in range(3)]
 
 
-def _planned_per_session(simulation: Simulation, changes: list[Any]) -> list[list[str]]:
-    """The nodes planned on in each session, a change made before each after the first."""
+def _planned_per_session(simulation: Simulation, changes: list[Any], *,
+                         index: bool = False) -> list[list[str]]:
+    """The nodes planned on in each session, a change made before each after the first;
+    without the victim index unless `index` (it would find every node of these scenes
+    closed before any is planned on: the memo is what is tested here)."""
     planned: list[list[str]] = []
     plan_on_node = eviction._plan_on_node
 
@@ -176,6 +179,8 @@ def _planned_per_session(simulation: Simulation, changes: list[Any]) -> list[lis
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(eviction, "_plan_on_node", counted)
+        if not index:
+            patch.setattr(eviction, "_holders", lambda *args: None)
         for change in [None, *changes]:
             if change is not None:
                 change(simulation)
@@ -195,6 +200,24 @@ def test_nodes_without_a_plan_are_not_planned_on_again_until_they_change() -> No
     assert planned[0] == ["n0", "n1", "n2", "n3"]
     assert planned[1:] == [[], ["n2"]]
     assert simulation.report.as_dict()["evictions"] == []
+
+
+def test_nodes_full_of_gangs_refused_whole_are_not_planned_on_with_the_victim_index(
+        ) -> None:
+    """With the victim index, the gangs filling every node are asked about by kind, and
+    no node is planned on, in any session; a pod of run-2 finishing makes run-2 give
+    its other pod alone, so n2, and only n2, is planned on. The decisions are those of
+    planning without the index."""
+    def run(index: bool) -> tuple[list[list[str]], list[Any]]:
+        simulation = Simulation(parse_conf(CARRY, "test"))
+        simulation.load([(f"test#{i}", o) for i, o in enumerate(_full_of_whole_gangs())])
+        finish = lambda sim: sim.cache.delete_pod("default/run-2-0")  # noqa: E731
+        planned = _planned_per_session(simulation, [None, finish], index=index)
+        return planned, _decisions(simulation.report.as_dict())
+
+    (planned, decisions), (_, without) = run(True), run(False)
+    assert planned == [[], [], ["n2"]]
+    assert decisions == without
 
 
 def test_plans_are_made_again_when_the_victim_state_changes() -> None:

@@ -51,6 +51,7 @@ from vscheduler.framework.strategies import (
     cheapest_cover,
     waste_of,
 )
+from vscheduler.framework.victim_index import placed_tasks, victim_index
 from vscheduler.guards import (
     DurationArgument,
     EvictionCap,
@@ -268,6 +269,10 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     # where it takes from no other, and the finder then noted that job as untaken.)
     closed = memo.closed if policy.gang_safe else None
     whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike, closed)
+    offer = _offer(session, policy)
+
+    def whole_job(job: Job) -> list[Task] | None:
+        return whole_jobs.get(job, eligible, lambda placed: offer(preemptor, placed))
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
@@ -280,8 +285,11 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
             memo.planned.discard(node.name)
         return plan
 
+    holders = None
+    if alike is not None and policy.gang_safe:
+        holders = _holders(session, memo, preemptor, gives, whole_job, alike)
     scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused,
-                                          gives)))
+                                          gives, holders)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
 
     def collect(wanted: int) -> None:
@@ -319,15 +327,33 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
         yield node, victims
 
 
+def _holders(session: Session, memo: Plans, preemptor: Task, gives: Callable[[str], bool],
+             whole_job: Callable[[Job], list[Task] | None], alike: Alike) -> set[str] | None:
+    """The names of the nodes open to a gang-safe plan for `preemptor`
+    (`VictimIndex.open_nodes`), once preemptors sharing its refusals have found many
+    nodes closed walking them (`Plans.closed`); else None, as when most nodes are
+    open. (The index is made once a session, at the cost of a walk over every node:
+    it pays where walk after walk would find the nodes closed, not where plans are
+    found at once.)"""
+    many = len(session.node_list) // 8
+    if session.victim_index is None and len(memo.closed) < many:
+        return None
+    return victim_index(session).open_nodes(preemptor.job_id, gives, whole_job,
+                                            alike.refused, max(many, 64))
+
+
 def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
                     memo: Plans, refused: dict[int, Unfit],
-                    gives: Callable[[str], bool]) -> Iterable[Node]:
+                    gives: Callable[[str], bool],
+                    holders: set[str] | None = None) -> Iterable[Node]:
     """The nodes to plan on, best scored first or in node order, less those where a
     preemptor alike found no plan and that have not changed since; within a job, only
-    the nodes holding its tasks. Of the nodes to try best scored first, only those
-    holding a pod of a job the rule may take from (`gives`) are scored and tried (no
-    plan can be made on the others), though batch scores are still taken over all of
-    them, so that the order is what it would be with them (`node_scores`)."""
+    the nodes holding its tasks; with `holders` (`_holders`), only those and the nodes
+    with a plan remembered (made again before use). Of the nodes to try best scored
+    first, only those holding a pod of a job the rule may take from (`gives`) are
+    scored and tried (no plan can be made on the others), though batch scores are
+    still taken over all of them, so that the order is what it would be with them
+    (`node_scores`)."""
     worth = memo.unsettled(session.node_list)
     if policy.within is not None:
         worth = [n for n in worth if n.name in policy.within]
@@ -336,15 +362,26 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
             policy.statuses)}
         memo.by_node.update((n.name, None) for n in worth if n.name not in hosts)
         worth = [n for n in worth if n.name in hosts]
+    by_node = memo.by_node
+    tried = worth
+    if holders is not None:  # the others are closed: no plan there
+        tried = [n for n in worth if n.name in holders or by_node.get(n.name) is not None]
+        if len(tried) < len(worth):
+            kept = {n.name for n in tried}
+            by_node.update((n.name, None) for n in worth if n.name not in kept)
     if policy.best_node_first:  # scores are judged among the candidates worth a look
+        if not tried:
+            return []  # (no node to try: none scored)
         candidates = list(eviction_candidates(session, preemptor, worth, refused))
         giving = [n for n in candidates if any(gives(t.job_id) for t, _ in n.tasks.values())]
+        if len(tried) < len(worth):
+            giving = [n for n in giving if n.name in kept]
         if len(giving) < len(worth):
             chosen = {n.name for n in giving}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
         return best_first(session, preemptor, giving, batch_over=candidates)
     skip = unresolvable_nodes(session, preemptor)
-    return (n for n in worth if n.name not in skip)
+    return (n for n in tried if n.name not in skip)
 
 
 def static_refusals(session: Session, preemptor: Task) -> dict[int, Unfit]:
@@ -875,8 +912,7 @@ def _whole_job(job: Job, eligible: Callable[[Task], bool],
     """Every placed task of `job`, if each is `eligible` and plugins `approve` them all
     as victims (asked in a fixed order); else None: evicting only some would leave the
     gang broken. With `alike`, plugins are asked once per victim signature."""
-    placed = sorted(job.tasks_in(S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED),
-                    key=lambda t: t.key)
+    placed = placed_tasks(job)
     if not placed:
         return None
     signature = alike.signature(job, placed) if alike is not None else None
@@ -1000,8 +1036,7 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     budget first; the strategy's cheapest set of them (`exact_cover`), else as
     `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
     uid (`WholeJobs`)."""
-    offer = session.reclaimable if policy.offered_by == "reclaimable" \
-        else session.preemptable
+    offer = _offer(session, policy)
 
     def whole_job(job: Job) -> list[Task] | None:
         return whole_jobs.get(job, eligible, lambda placed: offer(preemptor, placed))
@@ -1048,6 +1083,13 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
                 return chosen, not asked
     return (_take_victims(session, preemptor, node, victims, policy.gang_safe, whole_job,
                           room), not asked)
+
+
+def _offer(session: Session, policy: VictimPolicy
+           ) -> Callable[[Task, list[Task]], list[Task]]:
+    """The plugins' hook that offers victims under `policy`, as the session combines it."""
+    return session.reclaimable if policy.offered_by == "reclaimable" \
+        else session.preemptable
 
 
 def budget_allowances(session: Session) -> dict[str, int]:

@@ -38,6 +38,7 @@ ORDER_HOOKS = ("task_order", "job_order", "queue_order", "victim_queue_order")
 
 if TYPE_CHECKING:
     from vscheduler.framework.eviction import PlanMemo
+    from vscheduler.framework.victim_index import VictimIndex
 
 __all__ = ["Session"]
 
@@ -86,6 +87,9 @@ class Session:
         self.eviction_cap: EvictionCap | None = None
         # Victim plans per node, kept until the node changes (eviction.PlanMemo).
         self.plan_memo: PlanMemo | None = None
+        # Victim jobs by kind, made when an evicting action first needs it
+        # (victim_index.VictimIndex).
+        self.victim_index: VictimIndex | None = None
         self.action_index = 0  # the running action's place in the conf's list
         # The memos kept for the next session, settled once the session is done.
         self.plan_memos: list[PlanMemo] = []
@@ -326,8 +330,14 @@ class Session:
         if some such plugin does not say (then each gang is asked about)."""
         if not self.judges_gangs_alike:
             return None
-        return (job.queue, tuple([(t.resreq.key(), t.priority) for t in tasks]),
-                *self._victim_signature(job, tasks))
+        keys: dict[int, tuple] = {}  # (a gang's pods mostly share one requests object)
+        shapes = []
+        for task in tasks:
+            key = keys.get(id(task.resreq))
+            if key is None:
+                key = keys[id(task.resreq)] = task.resreq.key()
+            shapes.append((key, task.priority))
+        return (job.queue, tuple(shapes), *self._victim_signature(job, tasks))
 
     def refusal_signature(self, signature: tuple) -> tuple | None:
         """Of a preemptor's signature (`preemptor_signature`), the part a refusal to let
