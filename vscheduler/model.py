@@ -532,12 +532,14 @@ class Job:
         if pending:
             message += "; Pending: " + ", ".join(
                 sorted(f"{n} {reason}" for reason, n in pending.items()))
-        for uid in sorted(self.fit_errors, key=lambda u: self.tasks[u].key if u in self.tasks
-                          else u):
-            task = self.tasks.get(uid)
-            if task is not None:
-                return f"{message}. Origin reason is {task.name}: {self.fit_errors[uid].message()}"
-        return message
+        # (the first of its tasks by key with a fit error: called for every job that
+        # waits, in every session, so not a sort of them all)
+        tasks = self.tasks
+        first = min((tasks[uid] for uid in self.fit_errors if uid in tasks),
+                    key=lambda task: task.key, default=None)
+        if first is None:
+            return message
+        return f"{message}. Origin reason is {first.name}: {self.fit_errors[first.uid].message()}"
 
     def set_condition(self, condition: Condition) -> None:
         """Set the condition of its type. This leaves the job clean (`dirty`): conditions

@@ -131,3 +131,15 @@ def test_eviction_candidates_leave_out_what_eviction_cannot_resolve() -> None:
     errors.set("n4", Unfit("Insufficient cpu", resolvable=True))
     session.jobs[p.job_id].fit_errors[p.uid] = errors
     assert [n.name for n in eviction_candidates(session, p)] == ["n0", "n2", "n4"]
+
+
+def test_a_jobs_fit_error_names_its_first_task_by_key_with_a_fit_error() -> None:
+    """The job's reason ends on the fit error of its first task by key (`w-1` before
+    `w-2`, whatever order the errors were found in)."""
+    session = open_session([node("n1", cpu="1"), *gang("w", 3, cpu="2")])
+    job = session.jobs[task(session, "w-0").job_id]
+    for name, reason in (("w-2", "late"), ("w-1", "early")):
+        job.fit_errors[task(session, name).uid] = NodeFitErrors(reason)
+    assert job.fit_error().endswith("Origin reason is w-1: early")
+    del job.fit_errors[task(session, "w-1").uid]
+    assert job.fit_error().endswith("Origin reason is w-2: late")
