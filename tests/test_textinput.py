@@ -162,6 +162,8 @@ def test_libyaml_and_python_agree_on_anchors_and_aliases(text):
     "<<: {a: 1}\nb: 2\n", "? [a, b]\n: 1\n",
     # values Python cannot hold, and tags no safe constructor knows
     "a: !foo 1\n", "a: !!python/name:os.system\n", "a: !!int x\n", "a: 2001-02-30\n",
+    # the non-specific tag alone: an empty string (not null); on a value, as untagged
+    "!", "a: !\n", "&x !\n", "- ! &y\n", "! 12\n", "a: ! null\n", "! ''\n",
     "a: !!bool x\n---\nb: 1\n", "a: !!timestamp x\n---\nb: 1\n", "a: !!float [1]\n",
     "a: " + "9" * 5000 + "\n---\nb: 1\n",
     # syntax errors, and where they are

@@ -162,6 +162,15 @@ class _Composer(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
+    def compose_scalar_node(self, anchor: Any) -> Node:
+        event = self.peek_event()
+        if event.tag == "!" and event.value == "" and event.style is None:
+            # A node with only the non-specific tag, empty (`key: !`): a string, as the
+            # YAML spec and libyaml read it; PyYAML's pure-Python parser resolves it as
+            # if untagged, to null.
+            event.implicit = (False, False)
+        return super().compose_scalar_node(anchor)
+
     def _skip_node(self) -> Node:
         first = self.get_event()
         if self.too_deep is None:
