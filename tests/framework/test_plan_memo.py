@@ -149,13 +149,13 @@ tiers:
 """
 
 
-def _full_of_whole_gangs() -> list[dict[str, Any]]:
-    """Four nodes full of low-priority gangs of two at their minMember (one gang per
-    node), and high-priority pods pending: no pod may go, on any node."""
+def _full_of_whole_gangs(nodes: int = 4) -> list[dict[str, Any]]:
+    """Nodes full of low-priority gangs of two at their minMember (one gang per node),
+    and high-priority pods pending: no pod may go, on any node."""
     objects: list[dict[str, Any]] = [
         b.priority_class("low", 10), b.priority_class("high", 1000), b.queue("qa"),
-        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(4))]
-    for i in range(4):
+        *(b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "2"}) for i in range(nodes))]
+    for i in range(nodes):
         objects.append(b.podgroup(f"run-{i}", 2, queue="qa", priority_class="low",
                                   phase="Running"))
         objects += [b.pod(f"run-{i}-{t}", group=f"run-{i}", queue="qa", node_name=f"n{i}",
@@ -218,6 +218,23 @@ def test_nodes_full_of_gangs_refused_whole_are_not_planned_on_with_the_victim_in
     (planned, decisions), (_, without) = run(True), run(False)
     assert planned == [[], [], ["n2"]]
     assert decisions == without
+
+
+def test_the_victim_index_is_asked_once_a_walk_has_found_an_eighth_of_the_nodes_closed(
+        ) -> None:
+    """Of 24 nodes full of gangs refused whole, the first preemptor's walk finds three
+    closed (an eighth), then asks the index, which finds every other node closed: no
+    node after them is planned on. The decisions are those of planning without it."""
+    def run(index: bool) -> tuple[list[list[str]], Any]:
+        simulation = Simulation(parse_conf(CARRY, "test"))
+        simulation.load([(f"test#{i}", o) for i, o in enumerate(_full_of_whole_gangs(24))])
+        planned = _planned_per_session(simulation, [], index=index)
+        return planned, _decisions(simulation.report.as_dict())
+
+    (planned, decisions), (without, alone) = run(True), run(False)
+    assert planned == [["n0", "n1", "n2"]]
+    assert len(without[0]) == 24
+    assert decisions == alone
 
 
 def test_plans_are_made_again_when_the_victim_state_changes() -> None:

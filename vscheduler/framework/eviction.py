@@ -285,19 +285,29 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
             memo.planned.discard(node.name)
         return plan
 
-    holders = None
-    if alike is not None and policy.gang_safe:
-        holders = _holders(session, memo, preemptor, gives, whole_job, alike)
+    # The nodes open by the victim index (`_holders`): asked before the walk, or during
+    # it once the walk has found enough nodes closed (None: not asked yet, or the
+    # index gave no answer).
+    holders, index_asked = None, alike is None or not policy.gang_safe
+    if not index_asked and _index_pays(session, memo):
+        holders, index_asked = _holders(session, preemptor, gives, whole_job, alike), True
     scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused,
                                           gives, holders)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
 
     def collect(wanted: int) -> None:
+        nonlocal holders, index_asked
         for index, node in scan:
+            if not index_asked and _index_pays(session, memo):
+                holders, index_asked = _holders(session, preemptor, gives, whole_job,
+                                                alike), True
             if node.name in memo.by_node:
                 plan, fresh = memo.by_node[node.name], False
             elif closed and node.name in closed and not any(map(gives, closed[node.name])):
                 memo.by_node[node.name] = None
+                continue
+            elif holders is not None and node.name not in holders:
+                memo.by_node[node.name] = None  # (closed: see `_holders`)
                 continue
             else:
                 if not policy.best_node_first:  # (best-first nodes are candidates)
@@ -327,19 +337,24 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
         yield node, victims
 
 
-def _holders(session: Session, memo: Plans, preemptor: Task, gives: Callable[[str], bool],
+def _index_pays(session: Session, memo: Plans) -> bool:
+    """Whether to ask the victim index (`_holders`): once it is made, or once preemptors
+    sharing these refusals have found an eighth of the nodes closed walking them
+    (`Plans.closed`). (It is made once a session, at the cost of a walk over every
+    node: it pays where walk after walk would find the nodes closed, not where plans
+    are found at once.)"""
+    return session.victim_index is not None or \
+        len(memo.closed) >= len(session.node_list) // 8
+
+
+def _holders(session: Session, preemptor: Task, gives: Callable[[str], bool],
              whole_job: Callable[[Job], list[Task] | None], alike: Alike) -> set[str] | None:
     """The names of the nodes open to a gang-safe plan for `preemptor`
-    (`VictimIndex.open_nodes`), once preemptors sharing its refusals have found many
-    nodes closed walking them (`Plans.closed`); else None, as when most nodes are
-    open. (The index is made once a session, at the cost of a walk over every node:
-    it pays where walk after walk would find the nodes closed, not where plans are
-    found at once.)"""
-    many = len(session.node_list) // 8
-    if session.victim_index is None and len(memo.closed) < many:
-        return None
+    (`VictimIndex.open_nodes`); the others are closed. None when most nodes are open:
+    walking them as node sampling asks costs less."""
     return victim_index(session).open_nodes(preemptor.job_id, gives, whole_job,
-                                            alike.refused, max(many, 64))
+                                            alike.refused,
+                                            max(len(session.node_list) // 8, 64))
 
 
 def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
