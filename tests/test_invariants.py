@@ -418,7 +418,7 @@ def test_nodes_the_victim_index_finds_closed_decide_as_planned_on_one_by_one(obj
     from vscheduler.framework import eviction
 
     def every_node(patch: pytest.MonkeyPatch) -> None:
-        patch.setattr(eviction, "_holders", lambda *args: None)
+        patch.setattr(eviction, "_open_nodes", lambda *args: None)
 
     _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, every_node)
 

@@ -413,12 +413,15 @@ def victim_signature(job: Job, tasks: list[Task]) -> Hashable:
     """What this plugin's `preemptable` and `reclaimable` answers about `tasks`, every
     placed task of `job` in key order (a gang asked whether it may go whole, never the
     preemptor's own job), read of them and of the job besides the job's queue and each
-    task's requests and priority (None: nothing else): its priority, its share, how
-    many of its tasks are ready, say. Two gangs that agree on it for every plugin that
-    offers victims must get alike answers (the tasks at the same places offered) from
-    a preemptor, so that a full cluster's thousands of gangs of a few shapes are asked
-    about once per shape, not once each, until a node changes in the action. A plugin
-    with a victim hook but no `victim_signature` turns this off (correct, slower)."""
+    task's requests and priority (None: nothing else): its priority, what it holds, how
+    many of its tasks are ready, say; of the job and its tasks alone, nothing that
+    changes with other jobs (the session keeps each job's signature until a node with
+    its pods changes: `framework.victim_index`). Two gangs that agree on it for every
+    plugin that offers victims must get alike answers (the tasks at the same places
+    offered) from a preemptor, so that a full cluster's thousands of gangs of a few
+    shapes are asked about once per shape, not once each, until a node changes in the
+    action. A plugin with a victim hook but no `victim_signature` turns this off
+    (correct, slower)."""
 
 
 @_spec(Rule.SIGNATURE)

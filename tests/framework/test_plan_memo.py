@@ -180,7 +180,7 @@ def _planned_per_session(simulation: Simulation, changes: list[Any], *,
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(eviction, "_plan_on_node", counted)
         if not index:
-            patch.setattr(eviction, "_holders", lambda *args: None)
+            patch.setattr(eviction, "_open_nodes", lambda *args: None)
         for change in [None, *changes]:
             if change is not None:
                 change(simulation)

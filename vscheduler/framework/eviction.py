@@ -285,12 +285,12 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
             memo.planned.discard(node.name)
         return plan
 
-    # The nodes open by the victim index (`_holders`): asked before the walk, or during
+    # The nodes open by the victim index (`_open_nodes`): asked before the walk, or during
     # it once the walk has found enough nodes closed (None: not asked yet, or the
     # index gave no answer).
     holders, index_asked = None, alike is None or not policy.gang_safe
     if not index_asked and _index_pays(session, memo):
-        holders, index_asked = _holders(session, preemptor, gives, whole_job, alike), True
+        holders, index_asked = _open_nodes(session, preemptor, gives, whole_job, alike), True
     scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused,
                                           gives, holders)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
@@ -299,7 +299,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
         nonlocal holders, index_asked
         for index, node in scan:
             if not index_asked and _index_pays(session, memo):
-                holders, index_asked = _holders(session, preemptor, gives, whole_job,
+                holders, index_asked = _open_nodes(session, preemptor, gives, whole_job,
                                                 alike), True
             if node.name in memo.by_node:
                 plan, fresh = memo.by_node[node.name], False
@@ -307,7 +307,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
                 memo.by_node[node.name] = None
                 continue
             elif holders is not None and node.name not in holders:
-                memo.by_node[node.name] = None  # (closed: see `_holders`)
+                memo.by_node[node.name] = None  # (closed: see `_open_nodes`)
                 continue
             else:
                 if not policy.best_node_first:  # (best-first nodes are candidates)
@@ -338,17 +338,18 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
 
 
 def _index_pays(session: Session, memo: Plans) -> bool:
-    """Whether to ask the victim index (`_holders`): once it is made, or once preemptors
-    sharing these refusals have found an eighth of the nodes closed walking them
-    (`Plans.closed`). (It is made once a session, at the cost of a walk over every
-    node: it pays where walk after walk would find the nodes closed, not where plans
-    are found at once.)"""
+    """Whether to ask the victim index (`_open_nodes`): once it is made, or once
+    preemptors sharing these refusals have found an eighth of the nodes closed walking
+    them (`Plans.closed`). (It is made once a session, at the cost of a pass over every
+    job's pods and a victim signature per gang that gives only whole: it pays where
+    walk after walk would find the nodes closed, not where plans are found at once.)"""
     return session.victim_index is not None or \
         len(memo.closed) >= len(session.node_list) // 8
 
 
-def _holders(session: Session, preemptor: Task, gives: Callable[[str], bool],
-             whole_job: Callable[[Job], list[Task] | None], alike: Alike) -> set[str] | None:
+def _open_nodes(session: Session, preemptor: Task, gives: Callable[[str], bool],
+                whole_job: Callable[[Job], list[Task] | None], alike: Alike
+                ) -> set[str] | None:
     """The names of the nodes open to a gang-safe plan for `preemptor`
     (`VictimIndex.open_nodes`); the others are closed. None when most nodes are open:
     walking them as node sampling asks costs less."""
@@ -363,7 +364,7 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
                     holders: set[str] | None = None) -> Iterable[Node]:
     """The nodes to plan on, best scored first or in node order, less those where a
     preemptor alike found no plan and that have not changed since; within a job, only
-    the nodes holding its tasks; with `holders` (`_holders`), only those and the nodes
+    the nodes holding its tasks; with `holders` (`_open_nodes`), only those and the nodes
     with a plan remembered (made again before use). Of the nodes to try best scored
     first, only those holding a pod of a job the rule may take from (`gives`) are
     scored and tried (no plan can be made on the others), though batch scores are
@@ -381,16 +382,15 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
     tried = worth
     if holders is not None:  # the others are closed: no plan there
         tried = [n for n in worth if n.name in holders or by_node.get(n.name) is not None]
-        if len(tried) < len(worth):
-            kept = {n.name for n in tried}
-            by_node.update((n.name, None) for n in worth if n.name not in kept)
+    kept = {n.name for n in tried} if len(tried) < len(worth) else None
+    if kept is not None:
+        by_node.update((n.name, None) for n in worth if n.name not in kept)
     if policy.best_node_first:  # scores are judged among the candidates worth a look
         if not tried:
             return []  # (no node to try: none scored)
         candidates = list(eviction_candidates(session, preemptor, worth, refused))
-        giving = [n for n in candidates if any(gives(t.job_id) for t, _ in n.tasks.values())]
-        if len(tried) < len(worth):
-            giving = [n for n in giving if n.name in kept]
+        giving = [n for n in candidates if (kept is None or n.name in kept)
+                  and any(gives(t.job_id) for t, _ in n.tasks.values())]
         if len(giving) < len(worth):
             chosen = {n.name for n in giving}
             memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)

@@ -18,7 +18,8 @@ every gang that has it, whatever its tasks. So the nodes open to a preemptor are
 found by asking once per kind, and the nodes of the kinds closed to it are never
 looked at. Built when an evicting action first has many nodes to plan on, kept for the
 session, and brought up to date from the session's log of changed nodes: a job with a
-pod on a changed node is sorted again.
+pod on a changed node is sorted again. (So a kind holds only as long as a victim
+signature reads the job and its tasks alone, as `hookspecs.victim_signature` asks.)
 """
 
 from __future__ import annotations
@@ -26,25 +27,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vscheduler.model import Job, TaskStatus
+from vscheduler.model import ALLOCATED_STATUSES, Job, Task
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
-
-S = TaskStatus
-
-# The statuses of the tasks a victim gang gives when it goes whole.
-PLACED = S.BOUND | S.RUNNING | S.BINDING | S.ALLOCATED
 
 # (queue, protected, gives only whole, victim signature: None unless it gives only
 # whole and plugins judge gangs alike)
 Kind = tuple[str, bool, bool, "tuple | None"]
 
 
-def placed_tasks(job: Job) -> list:
+def placed_tasks(job: Job) -> list[Task]:
     """The tasks of `job` a whole-gang eviction takes, in key order (the order plugins
-    are asked about them in, and that its victim signature reads)."""
-    return sorted(job.tasks_in(PLACED), key=lambda t: t.key)
+    are asked about them in, and that its victim signature reads): here, beside the
+    kinds that read it, for eviction to share."""
+    return sorted(job.tasks_in(ALLOCATED_STATUSES), key=lambda t: t.key)
 
 
 class VictimIndex:
@@ -95,8 +92,9 @@ class VictimIndex:
         """Sort again the jobs with a pod on a node changed since the last look, or had
         one there then."""
         session = self.session
+        # (The log only grows while the index is asked: eviction cuts it back only
+        # between a probe's mark and its undo, and nothing asks in between.)
         changes = session.node_changes
-        self.position = min(self.position, len(changes))  # (a probe's log is undone)
         if self.position == len(changes):
             return
         names = set(changes[self.position:])
@@ -135,7 +133,7 @@ class VictimIndex:
             first = next((uid for uid in uids if uid != own_job), None)
             if first is None or not gives(first):
                 continue
-            if not whole_only or signature is None:
+            if not whole_only or signature is None:  # (None: gangs not judged alike)
                 budget -= len(uids)
                 open_kinds.append(uids)
             elif signature not in refused:
