@@ -30,10 +30,8 @@ def _full() -> list[dict[str, Any]]:
 
 def _session(objects: list[dict[str, Any]]) -> Any:
     """A session whose one plugin offers every candidate and says its offers read
-    nothing of a gang beyond the framework's part of its signature."""
-    signing = plugin(preemptor_signature=lambda self, task: None,
-                     victim_signature=lambda self, job, tasks: None)
-    session = open_session(objects, signing)
+    nothing of a gang beyond the framework's part of its signature (`_offerer`)."""
+    session = open_session(objects, _offerer())
     assert session.judges_gangs_alike
     return session
 

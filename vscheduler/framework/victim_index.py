@@ -16,9 +16,10 @@ they are protected, whether they give only whole and, for those, their victim si
 the job is the preemptor's own), and a signature plugins refused whole is refused for
 every gang that has it, whatever its tasks. So the nodes open to a preemptor are
 found by asking once per kind, and the nodes of the kinds closed to it are never
-looked at. Built when an evicting action first has many nodes to plan on, kept for the
-session, and brought up to date from the session's log of changed nodes: a job with a
-pod on a changed node is sorted again. (So a kind holds only as long as a victim
+looked at. Built once the walks of preemptors sharing refusals have found an eighth of
+the nodes closed (`eviction._index_pays`), kept for the session, and brought up to date
+from the session's log of changed nodes: a job with a pod on a changed node is sorted
+again. (So a kind holds only as long as a victim
 signature reads the job and its tasks alone, as `hookspecs.victim_signature` asks.)
 """
 
@@ -113,7 +114,7 @@ class VictimIndex:
                 self._add(job)
 
     def open_nodes(self, own_job: str, gives: Callable[[str], bool],
-                   whole_job: Callable[[Job], list | None], refused: set[tuple],
+                   whole_job: Callable[[Job], list[Task] | None], refused: set[tuple],
                    budget: int) -> set[str] | None:
         """The names of the nodes open to a gang-safe plan for a preemptor of job
         `own_job`: those with a pod of its own job, if the rule (`gives`) takes from
