@@ -423,6 +423,90 @@ def test_nodes_the_victim_index_finds_closed_decide_as_planned_on_one_by_one(obj
     _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, every_node)
 
 
+# Evicting actions with others between them (the victim index follows what allocate
+# and the other evicting action change in the session).
+INTERLEAVED = {
+    "reclaim-allocate-preempt": """
+actions: "enqueue, reclaim, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""",
+    "preempt-allocate-reclaim": """
+actions: "enqueue, preempt, allocate, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""}
+
+
+@st.composite
+def varied_gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Up to 40 nodes of 4 GPUs, nearly full of gangs of two queues (reclaimable or
+    not), some with pods still pending, spread over nodes or not, some protected or
+    with a minimum runtime, some pods that may not be preempted; pods and gangs of
+    both queues waiting. Enough nodes for node sampling, and for the victim index to
+    be asked in the middle of a walk (`eviction._index_pays`)."""
+    objects: list[dict[str, Any]] = [b.priority_class("high", 1000),
+                                     b.priority_class("mid", 100), b.priority_class("low", 10)]
+    for name in ("qa", "qb"):
+        objects.append(b.queue(name, draw(st.integers(1, 3)),
+                               reclaimable=draw(st.sampled_from([True, True, False]))))
+    nodes = draw(st.integers(2, 40))
+    objects += [b.node(f"n{i}", cpu="8", memory="32Gi", **{GPU: "4"}) for i in range(nodes)]
+    slots = [f"n{i}" for i in range(nodes) for _ in range(4)]
+    if draw(st.booleans()):
+        slots = slots[:-draw(st.integers(1, 4))]  # (a little room somewhere)
+    g = 0
+    while slots:
+        size, pending = draw(st.integers(1, min(4, len(slots)))), draw(
+            st.sampled_from([0, 0, 0, 1, 2]))
+        group, queue_name = f"run-{g}", draw(st.sampled_from(["qa", "qb"]))
+        guard = draw(st.sampled_from([{}] * 8 + [{"volcano.sh/preemptable": "false"},
+                                                 {"volcano.sh/min-runtime": "1000h"}]))
+        objects.append(b.podgroup(group, draw(st.integers(1, size + pending)),
+                                  queue=queue_name, phase="Running", annotations=guard,
+                                  priority_class=draw(st.sampled_from(["low", "mid"]))))
+        priority, spread = draw(st.sampled_from(["low", "mid"])), draw(st.booleans())
+        for t in range(size):
+            where = slots.pop(draw(st.integers(0, len(slots) - 1)) if spread else 0)
+            kept = draw(st.integers(0, 12)) == 0
+            objects.append(b.pod(f"{group}-{t}", cpu="1", memory="1Gi", group=group,
+                                 queue=queue_name, node_name=where, priority_class=priority,
+                                 annotations={"volcano.sh/preemptable": "false"}
+                                 if kept else None, **{GPU: "1"}))
+        objects += [b.pod(f"{group}-{t}", cpu="1", memory="1Gi", group=group,
+                          queue=queue_name, priority_class="high",
+                          **{GPU: draw(st.sampled_from(["1", "2"]))})
+                    for t in range(size, size + pending)]
+        g += 1
+    for k in range(draw(st.integers(1, 4))):
+        queue_name, count = draw(st.sampled_from(["qa", "qb"])), draw(st.integers(1, 3))
+        group = f"want-{k}" if draw(st.booleans()) else None
+        if group:
+            objects.append(b.podgroup(group, count, queue=queue_name, priority_class="high"))
+        objects += [b.pod(f"want-{k}-{r}", cpu="1", memory="1Gi", queue=queue_name,
+                          group=group, priority_class=draw(st.sampled_from(["high", "mid"])),
+                          **{GPU: draw(st.sampled_from(["1", "2"]))}) for r in range(count)]
+    return objects
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=varied_gang_clusters(),
+       conf_name=st.sampled_from(["reclaim-preempt", "preempt-no-enqueue",
+                                  *sorted(EVERY_OFFERER), *sorted(INTERLEAVED)]))
+def test_the_victim_index_decides_as_a_walk_on_larger_varied_clusters(objects, conf_name):
+    """As the test above, on clusters of up to 40 nodes with protected gangs, pods that
+    may not be preempted, gangs part pending, and actions between the evicting ones."""
+    from vscheduler.framework import eviction
+
+    def every_node(patch: pytest.MonkeyPatch) -> None:
+        patch.setattr(eviction, "_open_nodes", lambda *args: None)
+
+    _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER, **INTERLEAVED},
+                  every_node)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects=st.one_of(full_clusters(), whole_gang_clusters()),
        conf_name=st.sampled_from(sorted(EVERY_OFFERER)))
