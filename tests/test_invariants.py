@@ -415,29 +415,23 @@ def test_nodes_the_victim_index_finds_closed_decide_as_planned_on_one_by_one(obj
     """Planning only on the nodes the victim index finds open (`VictimIndex`), kept up
     to date as evictions and pipelines change jobs in the session, gives the decisions
     of planning on every node, with every built-in plugin that offers victims."""
+    _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, _every_node_walked)
+
+
+def _every_node_walked(patch: pytest.MonkeyPatch) -> None:
+    """The victim index turned off: every node is walked."""
     from vscheduler.framework import eviction
 
-    def every_node(patch: pytest.MonkeyPatch) -> None:
-        patch.setattr(eviction, "_open_nodes", lambda *args: None)
-
-    _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER}, every_node)
+    patch.setattr(eviction, "_open_nodes", lambda *args: None)
 
 
 # Evicting actions with others between them (the victim index follows what allocate
 # and the other evicting action change in the session).
 INTERLEAVED = {
-    "reclaim-allocate-preempt": """
-actions: "enqueue, reclaim, allocate, preempt, backfill"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-""",
-    "preempt-allocate-reclaim": """
-actions: "enqueue, preempt, allocate, reclaim"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-"""}
+    name: EVERY_OFFERER["proportion"].replace('"enqueue, reclaim, preempt"', f'"{actions}"')
+    for name, actions in (("reclaim-allocate-preempt",
+                           "enqueue, reclaim, allocate, preempt, backfill"),
+                          ("preempt-allocate-reclaim", "enqueue, preempt, allocate, reclaim"))}
 
 
 @st.composite
@@ -498,13 +492,8 @@ def varied_gang_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_the_victim_index_decides_as_a_walk_on_larger_varied_clusters(objects, conf_name):
     """As the test above, on clusters of up to 40 nodes with protected gangs, pods that
     may not be preempted, gangs part pending, and actions between the evicting ones."""
-    from vscheduler.framework import eviction
-
-    def every_node(patch: pytest.MonkeyPatch) -> None:
-        patch.setattr(eviction, "_open_nodes", lambda *args: None)
-
     _decide_alike(objects, conf_name, {**CONFS, **EVERY_OFFERER, **INTERLEAVED},
-                  every_node)
+                  _every_node_walked)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -383,18 +383,17 @@ def _planning_nodes(session: Session, policy: VictimPolicy, preemptor: Task,
     if holders is not None:  # the others are closed: no plan there
         tried = [n for n in worth if n.name in holders or by_node.get(n.name) is not None]
     kept = {n.name for n in tried} if len(tried) < len(worth) else None
-    if kept is not None:
-        by_node.update((n.name, None) for n in worth if n.name not in kept)
     if policy.best_node_first:  # scores are judged among the candidates worth a look
-        if not tried:
-            return []  # (no node to try: none scored)
-        candidates = list(eviction_candidates(session, preemptor, worth, refused))
+        candidates = list(eviction_candidates(session, preemptor, worth, refused)) \
+            if tried else []  # (no node to try: none scored)
         giving = [n for n in candidates if (kept is None or n.name in kept)
                   and any(gives(t.job_id) for t, _ in n.tasks.values())]
         if len(giving) < len(worth):
             chosen = {n.name for n in giving}
-            memo.by_node.update((n.name, None) for n in worth if n.name not in chosen)
+            by_node.update((n.name, None) for n in worth if n.name not in chosen)
         return best_first(session, preemptor, giving, batch_over=candidates)
+    if kept is not None:
+        by_node.update((n.name, None) for n in worth if n.name not in kept)
     skip = unresolvable_nodes(session, preemptor)
     return (n for n in tried if n.name not in skip)
 
