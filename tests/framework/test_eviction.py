@@ -25,6 +25,7 @@ from vscheduler.framework.eviction import (
     Scope,
     VictimPolicy,
     WholeJobs,
+    _offer,
     _plan_on_node,
     _victim_rule,
     evict_for,
@@ -481,9 +482,9 @@ def test_a_node_closed_per_job_has_no_plan_pod_by_pod(
     for name in ("n0", "n1", "n2"):
         at = session.nodes[name]
         eligible, gives = _victim_rule(session, policy, preemptor)
-        shortcut = WholeJobs(preemptor.job_id, set(), gives)
+        shortcut = WholeJobs(preemptor, eligible, _offer(session, policy), set(), gives)
         planned = plan(session, policy, preemptor, at)
-        assert names(_plan_on_node(session, policy, preemptor, at, eligible, shortcut)[0]) \
+        assert names(_plan_on_node(session, policy, preemptor, at, shortcut)[0]) \
             == names(planned)
         # A node with no pod of a job the rule takes from is not even scored.
         if not any(gives(t.job_id) for t, _ in at.tasks.values()):

@@ -268,15 +268,12 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     # from. (Its own job is no exception: a rule takes from a preemptor's own job only
     # where it takes from no other, and the finder then noted that job as untaken.)
     closed = memo.closed if policy.gang_safe else None
-    whole_jobs = WholeJobs(preemptor.job_id, memo.refused, gives, alike, closed)
-    offer = _offer(session, policy)
-
-    def whole_job(job: Job) -> list[Task] | None:
-        return whole_jobs.get(job, eligible, lambda placed: offer(preemptor, placed))
+    whole_jobs = WholeJobs(preemptor, eligible, _offer(session, policy), memo.refused,
+                           gives, alike, closed)
+    whole_job = whole_jobs.get
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
-        victims, node_alone = _plan_on_node(session, policy, preemptor, node, eligible,
-                                            whole_jobs)
+        victims, node_alone = _plan_on_node(session, policy, preemptor, node, whole_jobs)
         plan = (strategy.plan_key(victims, total), victims) if victims else None
         if node_alone:
             memo.note(node.name, plan)
@@ -684,9 +681,8 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
          node: Node) -> list[Task] | None:
     """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
     changed), or None if no choice of victims there makes it fit."""
-    return _plan_on_node(session, policy, preemptor, node,
-                         _eligible(session, policy, preemptor),
-                         WholeJobs(preemptor.job_id, set()))[0]
+    return _plan_on_node(session, policy, preemptor, node, WholeJobs(
+        preemptor, _eligible(session, policy, preemptor), _offer(session, policy), set()))[0]
 
 
 def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
@@ -962,36 +958,40 @@ _GIVES_NOTHING, _GIVES_SINGLES, _WHOLE_ONLY = range(3)
 
 
 class WholeJobs:
-    """Which victim jobs may go whole for one preemptor (`_whole_job`), asked once per
-    job: approvals for this preemptor only, as long as nothing is evicted; refusals
-    also for preemptors alike (`Plans.refused`, shared). With `gives` (the job part of
-    the victim rule: `_victim_rule`), also which nodes are closed to it (`closed`);
-    with `alike`, asked once per victim signature (`Alike`). `own_job`: the
-    preemptor's, which gives it tasks one by one and is never judged by signature."""
+    """Which victim jobs may go whole for one preemptor (`get`, by `_whole_job`: each
+    placed task `eligible`, all of them approved by `offer`), asked once per job:
+    approvals for this preemptor only, as long as nothing is evicted; refusals also for
+    preemptors alike (`Plans.refused`, shared). With `gives` (the job part of the victim
+    rule: `_victim_rule`), also which nodes are closed to it (`closed`); with `alike`,
+    asked once per victim signature (`Alike`). The preemptor's own job gives it tasks
+    one by one and is never judged by signature."""
 
-    __slots__ = ("_kinds", "alike", "approved", "closed_nodes", "gives", "own_job",
-                 "refused")
+    __slots__ = ("_approve", "_kinds", "alike", "approved", "closed_nodes", "eligible",
+                 "gives", "own_job", "refused")
 
-    def __init__(self, own_job: str, refused: set[str],
+    def __init__(self, preemptor: Task, eligible: Callable[[Task], bool],
+                 offer: Callable[[Task, list[Task]], list[Task]], refused: set[str],
                  gives: Callable[[str], bool] | None = None,
                  alike: Alike | None = None,
                  closed_nodes: dict[str, tuple[str, ...]] | None = None) -> None:
+        self.eligible = eligible
+        self._approve: Callable[[list[Task]], list[Task]] = \
+            lambda placed: offer(preemptor, placed)
         self.approved: dict[str, list[Task]] = {}
         self.refused = refused
         self.gives = gives
         # (plugins read more of the preemptor's own job than its signature says)
         self.alike = alike
-        self.own_job = own_job
+        self.own_job = preemptor.job_id
         self._kinds: dict[str, int] = {}  # job uid -> what it may give (`closed`)
         # where to note the nodes found closed (`Plans.closed`)
         self.closed_nodes = closed_nodes
 
-    def closed(self, node: Node, jobs: Mapping[str, Job],
-               whole_job: Callable[[Job], list[Task] | None]) -> bool:
+    def closed(self, node: Node, jobs: Mapping[str, Job]) -> bool:
         """Whether every pod on `node` is of a job closed to a gang-safe plan: one the
         rule takes nothing from, or a gang with more than one pod placed but no more
         than its minMember (not the preemptor's own job), so that each of its pods
-        would break it, that may not go whole (`whole_job`). Then no plan can be made
+        would break it, that may not go whole (`get`). Then no plan can be made
         there: `_plan_on_node` would find no pod to take alone and no gang to take
         whole. Judged per job, asked once per job (a full cluster's nodes hold a few
         gangs each), not per pod. False without `gives`."""
@@ -1018,20 +1018,20 @@ class WholeJobs:
                 gangs[uid] = jobs[uid]
             else:
                 untaken[uid] = None
-        if not all(whole_job(job) is None for job in gangs.values()):
+        if not all(self.get(job) is None for job in gangs.values()):
             return False
         if self.closed_nodes is not None:
             self.closed_nodes[node.name] = tuple(untaken)
         return True
 
-    def get(self, job: Job, eligible: Callable[[Task], bool],
-            approve: Callable[[list[Task]], list[Task]]) -> list[Task] | None:
+    def get(self, job: Job) -> list[Task] | None:
+        """Every placed task of `job`, if it may go whole for the preemptor; else None."""
         uid = job.uid
         if uid in self.refused:
             return None
         tasks = self.approved.get(uid)
         if tasks is None:
-            tasks = _whole_job(job, eligible, approve,
+            tasks = _whole_job(job, self.eligible, self._approve,
                                self.alike if uid != self.own_job else None)
             if tasks is None:
                 self.refused.add(uid)
@@ -1041,24 +1041,19 @@ class WholeJobs:
 
 
 def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node: Node,
-                  eligible: Callable[[Task], bool], whole_jobs: WholeJobs
-                  ) -> tuple[list[Task] | None, bool]:
+                  whole_jobs: WholeJobs) -> tuple[list[Task] | None, bool]:
     """What to evict on `node` for `preemptor` (None: nothing works there), and whether
     that answer is the node's alone (False when the queue's room was asked, which may
     change with no change to the node): the node's `eligible` tasks, in eviction order,
     as plugins offer them, in the strategy's order, those that break no disruption
     budget first; the strategy's cheapest set of them (`exact_cover`), else as
-    `_take_victims` takes them. `whole_jobs` keeps which victim jobs may go whole, by
-    uid (`WholeJobs`)."""
-    offer = _offer(session, policy)
-
-    def whole_job(job: Job) -> list[Task] | None:
-        return whole_jobs.get(job, eligible, lambda placed: offer(preemptor, placed))
-
+    `_take_victims` takes them. `whole_jobs` holds the victim rule and keeps which
+    victim jobs may go whole (`WholeJobs`)."""
+    eligible, whole_job, offer = whole_jobs.eligible, whole_jobs.get, _offer(session, policy)
     jobs = session.jobs
     if preemptor.resreq.first_insufficient(node.allocatable) is not None:
         return None, True  # (it would not fit the node empty: plugins not asked)
-    if policy.gang_safe and whole_jobs.closed(node, jobs, whole_job):
+    if policy.gang_safe and whole_jobs.closed(node, jobs):
         return None, True
     candidates = [t for t, _ in node.tasks.values() if eligible(t)]
     if not candidates or not _could_fit(preemptor, node, candidates):
