@@ -241,14 +241,19 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 
 def _pods_on_nodes(simulation: Simulation, result: SessionResult | None = None) -> View:
     """The pods on the nodes (what inter-pod rules read), after `result`: those it
-    pipelined on their node, those it evicted gone; any status but finished."""
+    pipelined on their node, and those it left allocated beside them (a gang kept
+    because it is pipelined: placed with the others, bound with none); those it evicted
+    gone; any status but finished."""
     cache = simulation.cache
     evicted = {e.task for e in result.evictions} if result is not None else set()
-    pipelined = result.pipelined if result is not None else {}
+    placed = dict(result.pipelined) if result is not None else {}
+    if result is not None:
+        placed.update((task.key, task.node_name) for job in result.podgroup_jobs.values()
+                      for task in job.tasks_in(S.ALLOCATED) if task.node_name)
     view = [(task, task.node_name) for key, task in cache.tasks.items()
             if task.node_name and task.node_name in cache.nodes and key not in evicted
-            and key not in pipelined and not task.status & (S.SUCCEEDED | S.FAILED)]
-    view += [(cache.tasks[key], name) for key, name in pipelined.items()]
+            and key not in placed and not task.status & (S.SUCCEEDED | S.FAILED)]
+    view += [(cache.tasks[key], name) for key, name in placed.items()]
     return view
 
 

@@ -878,6 +878,26 @@ def test_inter_pod_rules_hold_on_generated_clusters(objects, conf_name, sessions
     event(f"pending for inter-pod rules: {'pod' in reasons}")
 
 
+def test_a_gang_kept_pipelined_is_checked_with_its_pods_left_allocated():
+    """A gang kept because it is pipelined has pods allocated beside those pipelined:
+    its spread over zones was judged with all of them, so the check counts them too
+    (counting only the pipelined ones, zone a holds 2 of the gang and zone b none)."""
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "g"}}}]
+    leaving = b.pod("leaving", cpu="1", node_name="na")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    objects = [b.node("na", cpu="1", labels={HOSTNAME: "na", "zone": "a"}),
+               b.node("nb", cpu="500m", labels={HOSTNAME: "nb", "zone": "b"}),
+               leaving, *b.gang("job", 3, 2, cpu="500m", labels={"app": "g"})]
+    for obj in objects[3:]:
+        if obj["kind"] == "Pod":
+            obj["spec"]["topologySpreadConstraints"] = spread
+    result = _inter_pod_run(objects, "default", 1).report.last
+    assert result.pipelined == {"default/job-1": "na", "default/job-2": "na"}
+    assert [t.node_name for t in result.podgroup_jobs["default/job"].tasks.values()
+            if t.key == "default/job-0"] == ["nb"]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects=inter_pod_clusters(), conf_name=st.sampled_from(sorted(INTER_POD_CONFS)))
 def test_inter_pod_same_input_same_decisions(objects, conf_name):
