@@ -1843,13 +1843,11 @@ class FakeApiServer:
                 json.dumps({"rv": rv, "after": list(items[-1][0])}).encode()).decode()
             if unfiltered:
                 meta["remainingItemCount"] = remaining
-        out = []
-        for _, obj in items:
-            item = copy.deepcopy(obj)
-            if not res.custom:
-                item.pop("kind", None)
-                item.pop("apiVersion", None)
-            out.append(item)
+        # Stored objects are never changed once committed (`_commit`) and the reply is
+        # written out at once: the items are shared, only their top level copied (a deep
+        # copy of each made the stand-in, not the client, set the pace of a long list).
+        drop = () if res.custom else ("kind", "apiVersion")
+        out = [{k: v for k, v in obj.items() if k not in drop} for _, obj in items]
         return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta,
                 "items": out}
 
