@@ -239,17 +239,24 @@ View = list[tuple[Task, str]]
 NAME_LABEL = "kubernetes.io/metadata.name"
 
 
+def _placed_in(result: SessionResult) -> dict[str, str]:
+    """Pod key -> node of the pods `result`'s session placed: bound, pipelined, and
+    left allocated beside pipelined ones (a gang kept because it is pipelined, bound with
+    none of its pods). The session judged every later pod with all of them where they
+    are, as Volcano's does; the checks take the session's view."""
+    placed = {**result.binds, **result.pipelined}
+    placed.update((task.key, task.node_name) for job in result.podgroup_jobs.values()
+                  for task in job.tasks_in(S.ALLOCATED) if task.node_name)
+    return placed
+
+
 def _pods_on_nodes(simulation: Simulation, result: SessionResult | None = None) -> View:
     """The pods on the nodes (what inter-pod rules read), after `result`: those it
-    pipelined on their node, and those it left allocated beside them (a gang kept
-    because it is pipelined: placed with the others, bound with none); those it evicted
-    gone; any status but finished."""
+    placed where it placed them (`_placed_in`), those it evicted gone; any status but
+    finished."""
     cache = simulation.cache
     evicted = {e.task for e in result.evictions} if result is not None else set()
-    placed = dict(result.pipelined) if result is not None else {}
-    if result is not None:
-        placed.update((task.key, task.node_name) for job in result.podgroup_jobs.values()
-                      for task in job.tasks_in(S.ALLOCATED) if task.node_name)
+    placed = _placed_in(result) if result is not None else {}
     view = [(task, task.node_name) for key, task in cache.tasks.items()
             if task.node_name and task.node_name in cache.nodes and key not in evicted
             and key not in placed and not task.status & (S.SUCCEEDED | S.FAILED)]
@@ -369,21 +376,22 @@ def _counts_here(pod: Pod, constraint: SpreadConstraint, node: Node) -> bool:
 
 
 def check_inter_pod(simulation: Simulation, before: dict[str, list[int | None]]) -> None:
-    """10. Inter-pod rules hold for the pods the session placed (bound or pipelined),
-    among every pod on the nodes (those already running, terminating ones too; not
-    those it evicted): (a) no required anti-affinity, the placed pod's or another's,
-    picks a pod in the same domain; (b) each term of a placed pod's required affinity
-    has, in the node's domain, a pod (itself, for the first of a group) that all its
-    terms pick (unless the session evicted pods: one it counted on may be gone);
-    (c) a DoNotSchedule spread constraint of a placed pod ends with a skew of at most
-    its maxSkew, or of what it was before the session if that was more (`before`: the
-    skews of each pending pod, `spread_skews`), unless the session evicted pods or
-    placed a pod the constraint counts that does not carry it."""
+    """10. Inter-pod rules hold for the pods the session placed (bound, pipelined, or
+    left allocated beside pipelined ones: `_placed_in`), among every pod on the nodes
+    (those already running, terminating ones too; not those it evicted): (a) no required
+    anti-affinity, the placed pod's or another's, picks a pod in the same domain; (b)
+    each term of a placed pod's required affinity has, in the node's domain, a pod
+    (itself, for the first of a group) that all its terms pick (unless the session
+    evicted pods: one it counted on may be gone); (c) a DoNotSchedule spread constraint
+    of a placed pod ends with a skew of at most its maxSkew, or of what it was before
+    the session if that was more (`before`: the skews of each pending pod,
+    `spread_skews`), unless the session evicted pods or placed a pod the constraint
+    counts that does not carry it."""
     result = simulation.report.last
     if result is None:
         return
     cache = simulation.cache
-    placed = {**result.binds, **result.pipelined}
+    placed = _placed_in(result)
     if not placed or all(t.pod.inter_pod is None for t in cache.tasks.values()):
         return
     number = simulation.report.sessions

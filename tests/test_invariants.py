@@ -14,6 +14,7 @@ from tests import builders as b
 from tests.invariants import run_checked
 from vscheduler.conf import DEFAULT_CONF, parse_conf
 from vscheduler.framework.eviction import PlanMemo, Plans
+from vscheduler.model import TaskStatus as S
 from vscheduler.simulate import Simulation
 
 CONFS = {
@@ -896,6 +897,29 @@ def test_a_gang_kept_pipelined_is_checked_with_its_pods_left_allocated():
     assert result.pipelined == {"default/job-1": "na", "default/job-2": "na"}
     assert [t.node_name for t in result.podgroup_jobs["default/job"].tasks.values()
             if t.key == "default/job-0"] == ["nb"]
+
+
+def test_a_pod_left_allocated_that_a_spread_counts_but_does_not_carry_may_skew_it():
+    """A gang's pod left allocated (the gang kept as pipelined) counts for another pod's
+    spread without carrying it, as a bound one may: placed after that pod, it may skew
+    the spread (zone a holds both pods that count, zone b none) and breaks no rule."""
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "x"}}}]
+    leaving = b.pod("leaving", cpu="500m", node_name="n3")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    first = b.gang("a", 1, 1, cpu="500m", labels={"app": "x"}, priority_class="high")
+    first[1]["spec"]["topologySpreadConstraints"] = spread
+    objects = [b.priority_class("high", 1000), b.priority_class("low", 10),
+               b.node("n1", cpu="1", labels={HOSTNAME: "n1", "zone": "a"}),
+               b.node("n2", cpu="100m", labels={HOSTNAME: "n2", "zone": "b"}),
+               b.node("n3", cpu="500m", labels={HOSTNAME: "n3"}), leaving, *first,
+               b.podgroup("g", 2, priority_class="low"),
+               b.pod("g-0", cpu="500m", group="g", labels={"app": "x"}, priority_class="low"),
+               b.pod("g-1", cpu="500m", group="g", priority_class="low")]
+    result = _inter_pod_run(objects, "default", 1).report.last
+    assert (result.binds, result.pipelined) == ({"default/a-0": "n1"}, {"default/g-1": "n3"})
+    assert {t.name: t.node_name for t in result.podgroup_jobs["default/g"].tasks.values()
+            if t.status == S.ALLOCATED} == {"g-0": "n1"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

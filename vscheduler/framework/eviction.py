@@ -967,7 +967,7 @@ class WholeJobs:
     one by one and is never judged by signature."""
 
     __slots__ = ("_approve", "_kinds", "alike", "approved", "closed_nodes", "eligible",
-                 "gives", "own_job", "refused")
+                 "gives", "offer", "own_job", "refused")
 
     def __init__(self, preemptor: Task, eligible: Callable[[Task], bool],
                  offer: Callable[[Task, list[Task]], list[Task]], refused: set[str],
@@ -975,6 +975,7 @@ class WholeJobs:
                  alike: Alike | None = None,
                  closed_nodes: dict[str, tuple[str, ...]] | None = None) -> None:
         self.eligible = eligible
+        self.offer = offer  # (the plugins' hook, as `_offer` gives it)
         self._approve: Callable[[list[Task]], list[Task]] = \
             lambda placed: offer(preemptor, placed)
         self.approved: dict[str, list[Task]] = {}
@@ -1047,9 +1048,9 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
     change with no change to the node): the node's `eligible` tasks, in eviction order,
     as plugins offer them, in the strategy's order, those that break no disruption
     budget first; the strategy's cheapest set of them (`exact_cover`), else as
-    `_take_victims` takes them. `whole_jobs` holds the victim rule and keeps which
-    victim jobs may go whole (`WholeJobs`)."""
-    eligible, whole_job, offer = whole_jobs.eligible, whole_jobs.get, _offer(session, policy)
+    `_take_victims` takes them. `whole_jobs` holds the victim rule and the offer, and
+    keeps which victim jobs may go whole (`WholeJobs`)."""
+    eligible, whole_job, offer = whole_jobs.eligible, whole_jobs.get, whole_jobs.offer
     jobs = session.jobs
     if preemptor.resreq.first_insufficient(node.allocatable) is not None:
         return None, True  # (it would not fit the node empty: plugins not asked)
