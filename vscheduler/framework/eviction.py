@@ -966,18 +966,17 @@ class WholeJobs:
     asked once per victim signature (`Alike`). The preemptor's own job gives it tasks
     one by one and is never judged by signature."""
 
-    __slots__ = ("_approve", "_kinds", "alike", "approved", "closed_nodes", "eligible",
-                 "gives", "offer", "own_job", "refused")
+    __slots__ = ("_kinds", "alike", "approved", "closed_nodes", "eligible", "gives",
+                 "offer", "own_job", "preemptor", "refused")
 
     def __init__(self, preemptor: Task, eligible: Callable[[Task], bool],
                  offer: Callable[[Task, list[Task]], list[Task]], refused: set[str],
                  gives: Callable[[str], bool] | None = None,
                  alike: Alike | None = None,
                  closed_nodes: dict[str, tuple[str, ...]] | None = None) -> None:
+        self.preemptor = preemptor
         self.eligible = eligible
         self.offer = offer  # (the plugins' hook, as `_offer` gives it)
-        self._approve: Callable[[list[Task]], list[Task]] = \
-            lambda placed: offer(preemptor, placed)
         self.approved: dict[str, list[Task]] = {}
         self.refused = refused
         self.gives = gives
@@ -1024,6 +1023,9 @@ class WholeJobs:
         if self.closed_nodes is not None:
             self.closed_nodes[node.name] = tuple(untaken)
         return True
+
+    def _approve(self, placed: list[Task]) -> list[Task]:
+        return self.offer(self.preemptor, placed)
 
     def get(self, job: Job) -> list[Task] | None:
         """Every placed task of `job`, if it may go whole for the preemptor; else None."""

@@ -84,9 +84,10 @@ class Daemon:
         self.metrics = Metrics()
         # (kind, event type, object, what was read of it or the BadObject error): read
         # in the watch threads, beside the scheduling (a start lists every object); the
-        # object itself is kept only where it is still needed (DELETED, an error)
-        # (a SimpleQueue: put and get take no Condition, and at a start 150,000 pods
-        # go through it while the watch threads and this one share the interpreter)
+        # object itself is kept only where it is still needed (DELETED, an error). A
+        # SimpleQueue: put and get take no lock and condition of their own, and at a
+        # start 150,000 pods go through it while the watch threads and this one share
+        # the interpreter.
         self.incoming: queue.SimpleQueue[tuple[str, str, dict | None, Any]] = \
             queue.SimpleQueue()
         self.stop = threading.Event()
