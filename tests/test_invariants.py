@@ -922,6 +922,27 @@ def test_a_pod_left_allocated_that_a_spread_counts_but_does_not_carry_may_skew_i
             if t.status == S.ALLOCATED} == {"g-0": "n1"}
 
 
+def test_a_pod_bound_beside_a_pod_left_allocated_may_count_on_it_for_its_affinity():
+    """The session's view, as Volcano's (ARCHITECTURE.md, invariant 10): a gang kept as
+    pipelined leaves a pod allocated on n1, and a later pod whose required affinity
+    only that pod meets is bound there."""
+    leaving = b.pod("leaving", cpu="600m", node_name="n2")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    near = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "y"}}, "topologyKey": HOSTNAME}]}}
+    objects = [b.priority_class("high", 1000), b.priority_class("low", 10),
+               b.node("n1", cpu="1100m", labels={HOSTNAME: "n1"}),
+               b.node("n2", cpu="600m", labels={HOSTNAME: "n2"}), leaving,
+               b.podgroup("c", 2, priority_class="high"),
+               b.pod("c-0", cpu="600m", group="c", labels={"app": "y"}, priority_class="high"),
+               b.pod("c-1", cpu="600m", group="c", priority_class="high"),
+               *b.gang("d", 1, 1, cpu="500m", affinity=near, priority_class="low")]
+    result = _inter_pod_run(objects, "default", 1).report.last
+    assert (result.binds, result.pipelined) == ({"default/d-0": "n1"}, {"default/c-1": "n2"})
+    assert {t.name: t.node_name for t in result.podgroup_jobs["default/c"].tasks.values()
+            if t.status == S.ALLOCATED} == {"c-0": "n1"}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects=inter_pod_clusters(), conf_name=st.sampled_from(sorted(INTER_POD_CONFS)))
 def test_inter_pod_same_input_same_decisions(objects, conf_name):
