@@ -51,7 +51,7 @@ from vscheduler.framework.strategies import (
     cheapest_cover,
     waste_of,
 )
-from vscheduler.framework.victim_index import placed_tasks, victim_index
+from vscheduler.framework.victim_index import gives_only_whole, placed_tasks, victim_index
 from vscheduler.guards import (
     DurationArgument,
     EvictionCap,
@@ -270,7 +270,6 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     closed = memo.closed if policy.gang_safe else None
     whole_jobs = WholeJobs(preemptor, eligible, _offer(session, policy), memo.refused,
                            gives, alike, closed)
-    whole_job = whole_jobs.get
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, whole_jobs)
@@ -287,7 +286,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     # index gave no answer).
     holders, index_asked = None, alike is None or not policy.gang_safe
     if not index_asked and _index_pays(session, memo):
-        holders, index_asked = _open_nodes(session, preemptor, gives, whole_job, alike), True
+        holders, index_asked = _open_nodes(session, whole_jobs), True
     scan = iter(enumerate(_planning_nodes(session, policy, preemptor, memo, refused,
                                           gives, holders)))
     heap: list[tuple[Key, int, Node, list[Task], bool]] = []
@@ -296,8 +295,7 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
         nonlocal holders, index_asked
         for index, node in scan:
             if not index_asked and _index_pays(session, memo):
-                holders, index_asked = _open_nodes(session, preemptor, gives, whole_job,
-                                                alike), True
+                holders, index_asked = _open_nodes(session, whole_jobs), True
             if node.name in memo.by_node:
                 plan, fresh = memo.by_node[node.name], False
             elif closed and node.name in closed and not any(map(gives, closed[node.name])):
@@ -344,14 +342,14 @@ def _index_pays(session: Session, memo: Plans) -> bool:
         len(memo.closed) >= len(session.node_list) // 8
 
 
-def _open_nodes(session: Session, preemptor: Task, gives: Callable[[str], bool],
-                whole_job: Callable[[Job], list[Task] | None], alike: Alike
-                ) -> set[str] | None:
-    """The names of the nodes open to a gang-safe plan for `preemptor`
-    (`VictimIndex.open_nodes`); the others are closed. None when most nodes are open:
-    walking them as node sampling asks costs less."""
-    return victim_index(session).open_nodes(preemptor.job_id, gives, whole_job,
-                                            alike.refused,
+def _open_nodes(session: Session, whole_jobs: WholeJobs) -> set[str] | None:
+    """The names of the nodes open to a gang-safe plan for the preemptor of `whole_jobs`
+    (`VictimIndex.open_nodes`, with its victim rule, verdicts and refused signatures);
+    the others are closed. None when most nodes are open: walking them as node
+    sampling asks costs less."""
+    assert whole_jobs.gives is not None and whole_jobs.alike is not None
+    return victim_index(session).open_nodes(whole_jobs.own_job, whole_jobs.gives,
+                                            whole_jobs.get, whole_jobs.alike.refused,
                                             max(len(session.node_list) // 8, 64))
 
 
@@ -1008,7 +1006,7 @@ class WholeJobs:
                 job = jobs.get(uid)
                 if not gives(uid) or job is None:
                     kind = kinds[uid] = _GIVES_NOTHING
-                elif uid == self.own_job or not 1 < job.ready_task_num() <= job.min_available:
+                elif uid == self.own_job or not gives_only_whole(job):
                     kind = kinds[uid] = _GIVES_SINGLES
                 else:
                     kind = kinds[uid] = _WHOLE_ONLY

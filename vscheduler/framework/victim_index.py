@@ -19,8 +19,8 @@ found by asking once per kind, and the nodes of the kinds closed to it are never
 looked at. Built once the walks of preemptors sharing refusals have found an eighth of
 the nodes closed (`eviction._index_pays`), kept for the session, and brought up to date
 from the session's log of changed nodes: a job with a pod on a changed node is sorted
-again. (So a kind holds only as long as a victim
-signature reads the job and its tasks alone, as `hookspecs.victim_signature` asks.)
+again. (So a kind holds only as long as a victim signature reads the job and its tasks
+alone, as `hookspecs.victim_signature` asks.)
 """
 
 from __future__ import annotations
@@ -36,6 +36,13 @@ if TYPE_CHECKING:
 # (queue, protected, gives only whole, victim signature: None unless it gives only
 # whole and plugins judge gangs alike)
 Kind = tuple[str, bool, bool, "tuple | None"]
+
+
+def gives_only_whole(job: Job) -> bool:
+    """Whether a gang-safe plan may take `job`'s pods only all together: more than one
+    ready, no more than its minMember, so that taking any one would break the gang
+    (`eviction._singles` takes none of them one by one; the preemptor's own job aside)."""
+    return 1 < job.ready_task_num() <= job.min_available
 
 
 def placed_tasks(job: Job) -> list[Task]:
@@ -67,7 +74,7 @@ class VictimIndex:
         names = tuple({t.node_name: None for t in job.tasks.values() if t.node_name})
         if not names:
             return
-        whole_only = 1 < job.ready_task_num() <= job.min_available
+        whole_only = gives_only_whole(job)
         signature = self.session.victim_signature(job, placed_tasks(job)) \
             if whole_only else None
         kind = (job.queue, job.spec.protected, whole_only, signature)
