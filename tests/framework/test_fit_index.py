@@ -26,6 +26,7 @@ from vscheduler.fit import NodeFitErrors, Unfit
 from vscheduler.framework.fit_index import FitIndex, fit_index
 from vscheduler.framework.placement import NodeSampling, insufficient
 from vscheduler.framework.session import Session
+from vscheduler.objects import parse_node, parse_pod
 from vscheduler.plugin import check_arguments
 from vscheduler.simulate import Simulation
 
@@ -136,11 +137,12 @@ def test_the_index_is_dropped_when_nodes_change():
     assert after is not before
 
 
-def test_a_static_refusal_is_not_asked_again_until_its_node_changes():
+def test_a_static_refusal_is_not_asked_again_until_its_node_spec_changes():
     """A plugin refuses n0 statically (for its labels, say) and n1 for a reason of the
-    moment. A pod that fits nowhere is searched in two sessions: the second asks the
-    plugin about n1 again, not about n0, and gives the same reasons; once n0 changes
-    (a pod leaves it), it is asked again."""
+    moment. A pod that fits nowhere is searched in four sessions: from the second on the
+    plugin is asked about n1 again, not about n0, and the reasons stay the same; a pod
+    leaving n0 changes nothing of that (its pods are not what the refusal read); once
+    n0's labels change, it is asked again."""
     asked: list[str] = []
     labels_refusal = Unfit("node(s) had the wrong labels", static=True)
     moment_refusal = Unfit("node(s) were busy")
@@ -158,16 +160,20 @@ def test_a_static_refusal_is_not_asked_again_until_its_node_changes():
                          tiers=[[PluginOption("refusing", refusing, {}, {})]],
                          source="test", warnings=[])
     reasons = []
-    for number in range(3):
+    expected_asked = [["n0", "n1"], ["n1"], ["n1"], ["n0", "n1"]]
+    for number, expected in enumerate(expected_asked):
         if number == 2:
             cache.delete_pod("default/r0")
+        if number == 3:
+            cache.add_node(parse_node(node("n0", cpu="4", labels={"zone": "b"})))
         asked.clear()
         session = Session(cache.snapshot(), conf)
         result = session.run()
         reasons.append(result.pending["default/g-0"])
-        assert asked == (["n0", "n1"] if number != 1 else ["n1"]), number
-    assert reasons[0] == reasons[1] == reasons[2] == [
+        assert asked == expected, number
+    assert all(r == [
         "0/2 nodes are available: 1 node(s) had the wrong labels, 1 node(s) were busy."]
+        for r in reasons)
 
 
 def test_a_pod_that_fits_nowhere_is_explained_from_the_index_without_a_verdict_a_node():
@@ -238,3 +244,52 @@ def test_evicting_actions_judge_a_statically_refused_node_once_per_signature():
     # are explained from it; so every question below is an evicting action's)
     assert sorted(n for n in asked if n != "n3") == ["n0", "n1", "n2"]
     assert asked.count("n3") >= 2  # (once per preemptor signature at least)
+
+
+def test_a_static_refusal_is_not_asked_again_when_a_pod_lands_on_its_node():
+    """Within a session: n0 refuses pods of kind a for its spec. After a pod of kind b
+    is placed on n0, the next pod of kind a is not asked about n0 again (only n1, where
+    the first pod of kind a went, is judged again)."""
+    asked: list[tuple[str, str]] = []
+    refusal = Unfit("node(s) had the wrong labels", static=True)
+
+    def predicate(self, task, node):
+        kind = task.pod.labels.get("kind", "")
+        asked.append((kind, node.name))
+        return refusal if (kind, node.name) == ("a", "n0") else None
+
+    refusing = plugin("refusing", predicate=predicate,
+                      task_signature=lambda self, task: task.pod.labels.get("kind"))
+    objects = [node("n0", cpu="4"), node("n1", cpu="4")]
+    for number, (name, kind) in enumerate((("a1", "a"), ("b", "b"), ("a2", "a"))):
+        objects += gang(name, 1, cpu="1", labels={"kind": kind},
+                        creation=f"2026-01-01T00:00:0{number}Z")
+    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+    result = Session(load_cache(objects).snapshot(), conf).run()
+    assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0", "default/a2-0": "n1"}
+    assert asked.count(("a", "n0")) == 1
+    assert asked.count(("a", "n1")) == 2  # (judged again once the first pod of a went there)
+
+
+def test_a_node_refused_statically_that_lost_its_room_is_explained_by_its_room():
+    """Resources are judged before plugins: n0, refused statically while it had room,
+    is told of as lacking cpu once a pod takes its room, as a search that never knew
+    the static refusal would say."""
+    refusal = Unfit("node(s) had the wrong labels", static=True)
+    refusing = plugin("refusing", task_signature=lambda self, task: None,
+                      predicate=lambda self, task, node: (
+                          refusal if node.name == "n0" else Unfit("node(s) were busy")))
+    cache = load_cache([node("n0", cpu="2"), node("n1", cpu="2"), *gang("g", 1, cpu="2")])
+    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+    reasons = []
+    for number in range(2):
+        if number == 1:
+            cache.add_pod(parse_pod(pod("r0", cpu="1", node_name="n0")))
+        reasons.append(Session(cache.snapshot(), conf).run().pending["default/g-0"])
+    assert reasons == [
+        ["0/2 nodes are available: 1 node(s) had the wrong labels, 1 node(s) were busy."],
+        ["0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were busy."]]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from vscheduler.fit import NodeFitErrors, Unfit
-from vscheduler.framework.placement import SamplingWindow, insufficient, node_scores
+from vscheduler.framework.placement import SamplingWindow, insufficient, judged, node_scores
 from vscheduler.model import Node, Task
 from vscheduler.resources import Resource
 
@@ -200,21 +200,21 @@ class NodeSearch:
         nodes = self.session.node_list
         if self.fit_index is not None and entry.tried == len(nodes):
             # Every node was passed: those without room take the index's refusals in
-            # one copy (a node refused statically keeps that refusal).
-            entry.errors.fill(self.fit_index.lacking(self.session, entry.task.resreq), (
+            # one copy, a node with room refused statically that refusal (resources
+            # are judged first, as `_judge` does).
+            lacking = self.fit_index.lacking(self.session, entry.task.resreq)
+            without_room = lacking.nodes
+            entry.errors.fill(lacking, (
                 (nodes[position].name, unfit) for position, unfit in refused.items()
-                if nodes[position].name not in key_of))
+                if nodes[position].name not in key_of
+                and nodes[position].name not in without_room))
             verdicts = entry.errors.nodes
             if len(verdicts) + len(key_of) == len(nodes):
                 return
         for node in nodes:
             if covered[node.position] and node.name not in verdicts \
                     and node.name not in key_of:
-                unfit = refused.get(node.position)
-                if unfit is not None:
-                    entry.errors.set(node.name, unfit)
-                else:
-                    self._judge(entry, node)
+                self._judge(entry, node)  # (a static refusal known is not asked again)
 
     def _check_batch(self, entry: _Entry) -> None:
         """Stop sharing the entry once a batch scorer tells its candidates apart (its
@@ -255,17 +255,19 @@ class NodeSearch:
             self._rank(entry, feasible)
 
     def _judge(self, entry: _Entry, node: Node) -> bool:
-        """Whether `node` can take the entry's task; if not, record why."""
+        """Whether `node` can take the entry's task; if not, record why: the first
+        resource lacking, else a static refusal known for the signature (the node's
+        pods changed, not its spec: plugins are not asked again), else the plugins'."""
         task = entry.task
         lacking = self.fits_future(node, task.resreq)
         if lacking is not None:
             entry.errors.set(node.name, insufficient(lacking))
             return False
-        unfit = self.session.predicate(task, node)
+        refused = entry.refused
+        unfit = (judged(self.session, task, node, refused) if refused is not None
+                 else self.session.predicate(task, node))
         if unfit is not None:
             entry.errors.set(node.name, unfit)
-            if unfit.static and entry.refused is not None:
-                entry.refused[node.position] = unfit
             return False
         return True
 
