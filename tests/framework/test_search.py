@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.builders import gang, node, pod
+from tests.builders import gang, node, pod, simulate
 from tests.framework.test_eviction import open_session, plugin
 from vscheduler.framework.placement import (
     NodeSampling,
@@ -90,3 +90,32 @@ def test_with_sampling_each_signature_draws_its_sample_from_the_rotating_offset(
     # The first sample is n0..n2; once they are full the next is drawn from n3 on.
     assert placed == ["n0", "n1", "n2", "n3", "n4", "n5"]
     assert session.node_offset == 0  # the second sample stopped after n5
+
+
+def test_a_shared_search_judges_for_the_task_asking_not_the_one_that_opened_it() -> None:
+    """web-a (app=web) and other (app=other) are alike when web-a is placed: no inter-pod
+    rule concerns either, and they share a search. Then web-b, with a required
+    anti-affinity to app=web by hostname, goes to n1. That rule now concerns web-a's
+    labels, not other's: the shared search must judge n1 again for other, which fits
+    there (the packing scorer prefers n1 to the empty n2), not for web-a, which does not."""
+    hostname = "kubernetes.io/hostname"
+    anti_web = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": hostname}]}}
+    objects = [node(f"n{i}", cpu="2", labels={hostname: f"n{i}"}) for i in range(3)]
+    objects += [
+        pod("first", cpu="500m", creation="2026-01-01T00:00:00Z"),
+        pod("web-a", cpu="1", labels={"app": "web"}, creation="2026-01-01T00:00:01Z"),
+        pod("web-b", cpu="500m", labels={"app": "web"}, affinity=anti_web,
+            creation="2026-01-01T00:00:02Z"),
+        pod("other", cpu="1", labels={"app": "other"}, creation="2026-01-01T00:00:03Z"),
+    ]
+    conf = """
+actions: "allocate"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: nodeorder, arguments: {
+    leastrequested.weight: 0, balancedresource.weight: 0, mostrequested.weight: 1}}]
+"""
+    binds = simulate(objects, conf)["binds"]
+    assert binds == {"default/first": "n0", "default/web-a": "n0", "default/web-b": "n1",
+                     "default/other": "n1"}

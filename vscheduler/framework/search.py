@@ -46,7 +46,10 @@ class _Entry:
                  "shared", "task", "tried", "unexplained", "unjudged")
 
     def __init__(self, task: Task, nodes: int, refused: dict[int, Unfit] | None) -> None:
-        self.task = task  # the task the verdicts were computed for (same signature)
+        # The task the entry judges for: the last to ask. A task that asked earlier
+        # may have another signature since (a pod placed with an anti-affinity its
+        # labels match), and judging for it would no longer be judging for the others.
+        self.task = task
         # node position -> static refusals for the signature, kept by the fit index
         self.refused = refused
         self.shared = True
@@ -106,6 +109,7 @@ class NodeSearch:
             entry = self.entries[signature] = _Entry(task, len(session.node_list), refused)
             self._sample(entry)
         elif entry.shared:
+            entry.task = task
             self._refresh(entry)
             if not entry.feasible and entry.tried < self._count():
                 self._sample(entry)
