@@ -30,9 +30,8 @@ class Unfit:
     untolerated taint: no). Preempt and reclaim only look at resolvable refusals.
     `static` says the refusal follows from the node's spec (labels, taints, whether it
     is unschedulable, its cards) and the task's signature alone: node searches and
-    evicting actions then keep it from session to session until the node's spec
-    changes (pods coming and going leave it standing), for every task of that
-    signature whatever its queue (framework/fit_index.py).
+    evicting actions then keep it from session to session until the node changes, for
+    every task of that signature whatever its queue (framework/fit_index.py).
     Two refusals with the same reasons and resolvability are equal: they explain the
     same, whichever predicate call built them."""
 

@@ -279,8 +279,8 @@ def predicate(task: Task, node: Node) -> Unfit | None:
     follows from the node's spec (labels, taints, unschedulable, allocatable) and what
     `task_signature` covers alone, never from pods on the node, the task's queue or
     queue figures: node searches and evicting actions then keep it from session to
-    session until the node's spec changes (not when its pods do), for every task of
-    that signature, and do not ask again."""
+    session until the node changes, for every task of that signature, and do not ask
+    again."""
 
 
 @_spec(Rule.SUM)

@@ -15,10 +15,9 @@ told of every node without judging each one again (framework.search, `_explain`)
 
 Beside it, per task signature, the refusals a predicate marked `static` (see
 `fit.Unfit`): a node refused for its labels, taints or cards is refused again for tasks
-of that signature without asking, until the node's spec changes (not when its pods
-do). Node searches keep one such map per signature, and evicting actions another (under
-`("eviction", signature)`), read by every preemptor of that signature whatever its
-queue or action.
+of that signature without asking, until the node changes. Node searches keep one such
+map per signature, and evicting actions another (under `("eviction", signature)`), read
+by every preemptor of that signature whatever its queue or action.
 
 It is kept between sessions (`Snapshot.kept`) while the nodes' specs and the conf are
 the same (the positions of nodes in the session's list do not move), and brought up to
@@ -148,16 +147,16 @@ class FitIndex:
             self.position = len(changes)
 
     def _recheck(self, session: Session, names: Iterable[str]) -> None:
-        if not self.shapes:
+        if not (self.shapes or self.refusals):
             return
-        # (Static refusals stay: they follow from the node's spec, and a spec that
-        # changed dropped the whole index. What changed here is the node's pods.)
         nodes = session.nodes
         for name in names:
             node = nodes.get(name)
             if node is None:
                 continue  # (a node gone: the specs changed, and the index was dropped)
             position = node.position
+            for refusals in self.refusals.values():
+                refusals.by_position.pop(position, None)
             for shape in self.shapes.values():
                 if shape.judge(node):
                     if position not in shape.fitting:

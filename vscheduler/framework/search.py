@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from vscheduler.fit import NodeFitErrors, Unfit
-from vscheduler.framework.placement import SamplingWindow, insufficient, judged, node_scores
+from vscheduler.framework.placement import SamplingWindow, insufficient, node_scores
 from vscheduler.model import Node, Task
 from vscheduler.resources import Resource
 
@@ -42,8 +42,8 @@ _NONE: dict[int, Unfit] = {}
 
 
 class _Entry:
-    __slots__ = ("covered", "errors", "feasible", "judged", "key_of", "position", "refused",
-                 "shared", "task", "tried", "unexplained", "unjudged")
+    __slots__ = ("covered", "deferred", "errors", "feasible", "judged", "key_of", "position",
+                 "refused", "shared", "task", "tried", "unexplained", "unjudged")
 
     def __init__(self, task: Task, nodes: int, refused: dict[int, Unfit] | None) -> None:
         # The task the entry judges for: the last to ask. A task that asked earlier
@@ -63,6 +63,10 @@ class _Entry:
         # Nodes passed by without a verdict recorded (the fit index said they lack
         # room): their verdicts are written when a failure needs them (`_explain`).
         self.unexplained = False
+        # Nodes refused statically whose pods changed since their verdict: refused
+        # still (their spec did not change), but the check that speaks first may be
+        # another now (a pod count before a taint, say): judged again in `_explain`.
+        self.deferred: dict[str, None] = {}
         self.judged: set[str] = set()  # candidates a batch scorer was asked about
         self.unjudged = False  # a candidate joined that it was not asked about
         self.position = 0  # how much of the session's change log has been seen
@@ -193,32 +197,36 @@ class NodeSearch:
 
     def _explain(self, entry: _Entry) -> None:
         """Write the verdicts of the nodes a sample passed by (see `_sample`): each
-        lacks room for the task (one that changed since was judged again then). Once
+        lacks room for the task (one that changed since was judged again then); and
+        judge again those left refused when their pods changed (`deferred`). Once
         every node was passed, the fit index's refusals are taken whole (a full cluster
         would otherwise cost a verdict per node per pod shape in every session)."""
         if not entry.unexplained:
             return
         entry.unexplained = False
+        for name in entry.deferred:
+            self._judge(entry, self.session.nodes[name])
+        entry.deferred.clear()
         covered, verdicts, key_of = entry.covered, entry.errors.nodes, entry.key_of
         refused = entry.refused or _NONE
         nodes = self.session.node_list
         if self.fit_index is not None and entry.tried == len(nodes):
             # Every node was passed: those without room take the index's refusals in
-            # one copy, a node with room refused statically that refusal (resources
-            # are judged first, as `_judge` does).
-            lacking = self.fit_index.lacking(self.session, entry.task.resreq)
-            without_room = lacking.nodes
-            entry.errors.fill(lacking, (
+            # one copy (a node refused statically keeps that refusal).
+            entry.errors.fill(self.fit_index.lacking(self.session, entry.task.resreq), (
                 (nodes[position].name, unfit) for position, unfit in refused.items()
-                if nodes[position].name not in key_of
-                and nodes[position].name not in without_room))
+                if nodes[position].name not in key_of))
             verdicts = entry.errors.nodes
             if len(verdicts) + len(key_of) == len(nodes):
                 return
         for node in nodes:
             if covered[node.position] and node.name not in verdicts \
                     and node.name not in key_of:
-                self._judge(entry, node)  # (a static refusal known is not asked again)
+                unfit = refused.get(node.position)
+                if unfit is not None:
+                    entry.errors.set(node.name, unfit)
+                else:
+                    self._judge(entry, node)
 
     def _check_batch(self, entry: _Entry) -> None:
         """Stop sharing the entry once a batch scorer tells its candidates apart (its
@@ -242,14 +250,20 @@ class NodeSearch:
         dirty = dict.fromkeys(changes[entry.position:])  # in the order they changed
         entry.position = len(changes)
         nodes = self.session.nodes
+        refused = entry.refused or _NONE
         feasible: list[Node] = []
         for name in dirty:
-            if not entry.covered[nodes[name].position]:
+            node = nodes[name]
+            if not entry.covered[node.position]:
+                continue
+            if node.position in refused:
+                # (refused whatever its pods: why, only if a failure needs it)
+                entry.deferred[name] = None
+                entry.unexplained = True
                 continue
             key = entry.key_of.pop(name, None)
             if key is not None:
                 entry.feasible.remove(key)
-            node = nodes[name]
             # A verdict judged again and found the same changes nothing: the copies
             # handed to failed tasks keep sharing it (see fit.NodeFitErrors).
             if self._judge(entry, node):
@@ -259,19 +273,17 @@ class NodeSearch:
             self._rank(entry, feasible)
 
     def _judge(self, entry: _Entry, node: Node) -> bool:
-        """Whether `node` can take the entry's task; if not, record why: the first
-        resource lacking, else a static refusal known for the signature (the node's
-        pods changed, not its spec: plugins are not asked again), else the plugins'."""
+        """Whether `node` can take the entry's task; if not, record why."""
         task = entry.task
         lacking = self.fits_future(node, task.resreq)
         if lacking is not None:
             entry.errors.set(node.name, insufficient(lacking))
             return False
-        refused = entry.refused
-        unfit = (judged(self.session, task, node, refused) if refused is not None
-                 else self.session.predicate(task, node))
+        unfit = self.session.predicate(task, node)
         if unfit is not None:
             entry.errors.set(node.name, unfit)
+            if unfit.static and entry.refused is not None:
+                entry.refused[node.position] = unfit
             return False
         return True
 
