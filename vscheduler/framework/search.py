@@ -201,12 +201,13 @@ class NodeSearch:
         judge again those left refused when their pods changed (`deferred`). Once
         every node was passed, the fit index's refusals are taken whole (a full cluster
         would otherwise cost a verdict per node per pod shape in every session)."""
+        if entry.deferred:
+            for name in entry.deferred:
+                self._judge(entry, self.session.nodes[name])
+            entry.deferred.clear()
         if not entry.unexplained:
             return
         entry.unexplained = False
-        for name in entry.deferred:
-            self._judge(entry, self.session.nodes[name])
-        entry.deferred.clear()
         covered, verdicts, key_of = entry.covered, entry.errors.nodes, entry.key_of
         refused = entry.refused or _NONE
         nodes = self.session.node_list
@@ -259,7 +260,6 @@ class NodeSearch:
             if node.position in refused:
                 # (refused whatever its pods: why, only if a failure needs it)
                 entry.deferred[name] = None
-                entry.unexplained = True
                 continue
             key = entry.key_of.pop(name, None)
             if key is not None:
