@@ -320,3 +320,27 @@ def test_a_static_refusal_left_standing_is_judged_again_when_a_pod_fails():
     assert result.pending["default/a2-0"] == [
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were crowded."]
     assert asked.count(("a", "n0")) == 2  # (for a1, and to explain a2)
+
+
+def test_a_node_left_refused_that_lost_its_room_in_the_session_is_told_of_by_its_room():
+    """Within a session: n0 refuses pods of kind a for its spec; a pod of kind b takes
+    all of n0's cpu. The next pod of kind a fits nowhere: n0 is told of as lacking cpu
+    (resources are judged first), as a search of its own would say, not by the static
+    refusal it was left with."""
+    refusal = Unfit("node(s) had the wrong labels", static=True)
+    refusing = plugin("refusing", task_signature=lambda self, task: task.pod.labels.get("kind"),
+                      predicate=lambda self, task, node: (
+                          refusal if (task.pod.labels.get("kind"), node.name) == ("a", "n0")
+                          else None))
+    objects = [node("n0", cpu="4"), node("n1", cpu="1")]
+    for number, (name, kind, cpu) in enumerate((("a1", "a", "1"), ("b", "b", "4"),
+                                                ("a2", "a", "1"))):
+        objects += gang(name, 1, cpu=cpu, labels={"kind": kind},
+                        creation=f"2026-01-01T00:00:0{number}Z")
+    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+    result = Session(load_cache(objects).snapshot(), conf).run()
+    assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0"}
+    assert result.pending["default/a2-0"] == [
+        "0/2 nodes are available: 2 Insufficient cpu."]

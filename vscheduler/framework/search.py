@@ -5,8 +5,10 @@ each pod against every node again repeats the same predicates and scores. A `Nod
 keeps, per task signature (see the `task_signature` hook), the nodes tried with their
 verdicts and scores, ordered best first. The next task of that signature takes the
 best node after looking again only at the nodes that changed since (the session logs
-every node whose tasks change). Decisions are those of a fresh search: same nodes, same
-verdicts, same order (best gradient, then highest score, then node order).
+every node whose tasks change), but for those refused for their spec (a static
+refusal), which stay refused and are judged again only if a failure needs their
+reason. Decisions are those of a fresh search: same nodes, same verdicts, same order
+(best gradient, then highest score, then node order).
 
 With node sampling, a signature's sample is drawn once, from the session's rotating
 offset, and drawn again when it has no feasible node left.
@@ -63,9 +65,11 @@ class _Entry:
         # Nodes passed by without a verdict recorded (the fit index said they lack
         # room): their verdicts are written when a failure needs them (`_explain`).
         self.unexplained = False
-        # Nodes refused statically whose pods changed since their verdict: refused
-        # still (their spec did not change), but the check that speaks first may be
-        # another now (a pod count before a taint, say): judged again in `_explain`.
+        # Nodes with a static refusal known that the session logged as changed since
+        # the entry last looked (their pods, or pods of their domain): refused still
+        # (their spec did not change), but the check that speaks first may be another
+        # now (a pod count before a taint, say), and a verdict held for them may be
+        # stale: judged again in `_explain`.
         self.deferred: dict[str, None] = {}
         self.judged: set[str] = set()  # candidates a batch scorer was asked about
         self.unjudged = False  # a candidate joined that it was not asked about
@@ -100,8 +104,9 @@ class NodeSearch:
 
     def best(self, task: Task) -> tuple[Node | None, NodeFitErrors] | None:
         """The best node for `task` (None if no node fits) and why the others do not
-        (every node tried when none fits; with a node found, only those judged so far);
-        or None if `task` cannot share searches (search it afresh)."""
+        (every node tried when none fits; with a node found, only those judged so far,
+        some perhaps stale: see `deferred`); or None if `task` cannot share searches
+        (search it afresh)."""
         session = self.session
         signature = session.task_signature(task)
         if signature is None:
@@ -196,9 +201,10 @@ class NodeSearch:
         entry.position = len(self.session.node_changes)
 
     def _explain(self, entry: _Entry) -> None:
-        """Write the verdicts of the nodes a sample passed by (see `_sample`): each
-        lacks room for the task (one that changed since was judged again then); and
-        judge again those left refused when their pods changed (`deferred`). Once
+        """Judge again the nodes left refused when they changed (`deferred`), and
+        write the verdicts of the nodes a sample passed by (see `_sample`): each lacks
+        room for the task or has a static refusal known (one that changed since was
+        judged again then). Once
         every node was passed, the fit index's refusals are taken whole (a full cluster
         would otherwise cost a verdict per node per pod shape in every session)."""
         if entry.deferred:
