@@ -29,7 +29,7 @@ makes the preemptor fit with the least waste goes first.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cmp_to_key
@@ -788,41 +788,40 @@ def _take_victims(
     gang_safe: bool,
     whole_job: Callable[[Job], list[Task] | None],
     room: Callable[[list[Task]], bool] | None = None,
+    plan_key: Callable[[list[Task]], tuple] | None = None,
 ) -> list[Task] | None:
     """The tasks to evict so that `preemptor` fits on `node` (resources, and `room` of
     the chosen tasks when given: the queue's room, say), taken from `victims` (already
     in eviction order, all on `node`), or None if they cannot make it fit. With
     `gang_safe`, a victim whose gang would drop below minMember is taken only with its
-    whole job, as `whole_job(job)` gives it (None: the job cannot be evicted whole).
-    Last, a reprieve: a victim (or whole gang) that the later ones made unnecessary is
-    spared, the last taken first, so nothing is evicted the plan does not need."""
+    whole job, as `whole_job(job)` gives it (None: the job cannot be evicted whole);
+    of the gangs that would each complete the plan, the one whose plan, after the
+    reprieve, `plan_key` puts first (the strategy's: fewest victims, or least waste),
+    then the least wasteful gang. Last, a reprieve: a victim (or whole gang) that the
+    later ones made unnecessary is spared, the last taken first, so nothing is evicted
+    the plan does not need."""
     jobs = session.jobs
     need = preemptor.resreq
+
+    def enough(available: Resource, tasks: list[Task]) -> bool:
+        return _fits(need, available) and (room is None or room(tasks))
 
     # What is taken, as units evicted together (one task, or a whole gang), each with
     # what it frees on this node.
     units: list[tuple[list[Task], Resource]] = []
-    spared: set[int] = set()
-
-    def taken() -> list[Task]:
-        return [t for i, (tasks, _) in enumerate(units) if i not in spared for t in tasks]
-
-    def enough(available: Resource, extra: Sequence[Task] = ()) -> bool:
-        return _fits(need, available) and (room is None or room(taken() + list(extra)))
-
     available = node.future_idle()
     singles = _singles(session, preemptor, victims, gang_safe)
     for victim in singles:
-        if enough(available):
+        if enough(available, _tasks_of(units)):
             break
         units.append(([victim], victim.resreq))
         available.add(victim.resreq)
 
-    if not enough(available):
+    if not enough(available, _tasks_of(units)):
         # Whole gangs: what each would free here, and in all.
         single_keys = {t.key for t in singles}
         breakers = [v for v in victims if v.key not in single_keys]
-        chosen_keys = {t.key for t in taken()}
+        chosen_keys = {t.key for t in _tasks_of(units)}
         options: dict[str, tuple[list[Task], Resource, tuple[float, float]]] = {}
         for victim in breakers:
             if victim.job_id in options:
@@ -839,36 +838,61 @@ def _take_victims(
                     here.add(task.resreq)
             options[victim.job_id] = (tasks, here,
                                       waste_of(total, session.total_resource))
-        while options and not enough(available):
+        while options and not enough(available, _tasks_of(units)):
             sufficient = [uid for uid, (tasks, here, _) in options.items()
-                          if enough(available.clone().add(here), tasks)]
-            if sufficient:
+                          if enough(available.clone().add(here), _tasks_of(units) + tasks)]
+            if len(sufficient) > 1 and plan_key is not None:
+                plans = {uid: plan_key(_reprieve(
+                    _with_gang(units, uid, *options[uid][:2]),
+                    available.clone().add(options[uid][1]), enough)) for uid in sufficient}
+                pick = min(sufficient, key=lambda uid: (plans[uid], options[uid][2]))
+            elif sufficient:
                 pick = min(sufficient, key=lambda uid: options[uid][2])  # least waste
             else:
                 pick = max(options, key=lambda uid: waste_of(options[uid][1],
                                                               session.total_resource))
             tasks, here, _ = options.pop(pick)
             available.add(here)
-            # The job's pods taken one by one before go with it, in one unit: the
-            # reprieve must not spare a part of a gang evicted whole.
-            unit_tasks, unit_here = list(tasks), here.clone()
-            for earlier in [u for u in units if u[0][0].job_id == pick]:
-                units.remove(earlier)
-                unit_tasks[:0] = earlier[0]
-                unit_here.add(earlier[1])
-            units.append((unit_tasks, unit_here))
-        if not enough(available):
+            units = _with_gang(units, pick, tasks, here)
+        if not enough(available, _tasks_of(units)):
             return None
+    return _reprieve(units, available, enough)
 
-    # The reprieve: spare what the units taken after it made unnecessary.
+
+def _tasks_of(units: list[tuple[list[Task], Resource]]) -> list[Task]:
+    return [t for tasks, _ in units for t in tasks]
+
+
+def _with_gang(units: list[tuple[list[Task], Resource]], uid: str, tasks: list[Task],
+               here: Resource) -> list[tuple[list[Task], Resource]]:
+    """`units` with job `uid`'s `tasks` (freeing `here` on the node) added as one unit:
+    its pods taken one by one before go with it, so that the reprieve does not spare
+    a part of a gang evicted whole."""
+    unit_tasks, unit_here = list(tasks), here.clone()
+    kept = []
+    for unit in units:
+        if unit[0][0].job_id == uid:
+            unit_tasks[:0] = unit[0]
+            unit_here.add(unit[1])
+        else:
+            kept.append(unit)
+    return [*kept, (unit_tasks, unit_here)]
+
+
+def _reprieve(units: list[tuple[list[Task], Resource]], available: Resource,
+              enough: Callable[[Resource, list[Task]], bool]) -> list[Task]:
+    """The tasks of `units` less those the units taken after them made unnecessary
+    (the last taken is looked at first), `available` being what all of them leave."""
+    spared: set[int] = set()
     for index in reversed(range(len(units))):
         spared.add(index)
         without = available.clone().sub(units[index][1])
-        if enough(without):
+        if enough(without, [t for i, (tasks, _) in enumerate(units) if i not in spared
+                            for t in tasks]):
             available = without
         else:
             spared.discard(index)
-    return taken()
+    return [t for i, (tasks, _) in enumerate(units) if i not in spared for t in tasks]
 
 
 def _singles(session: Session, preemptor: Task, victims: list[Task],
@@ -1091,8 +1115,10 @@ def _plan_on_node(session: Session, policy: VictimPolicy, preemptor: Task, node:
                                        room)
             if chosen is not None:
                 return chosen, not asked
+    total = session.total_resource
     return (_take_victims(session, preemptor, node, victims, policy.gang_safe, whole_job,
-                          room), not asked)
+                          room, lambda plan: policy.strategy.plan_key(plan, total)),
+            not asked)
 
 
 def _offer(session: Session, policy: VictimPolicy
