@@ -22,8 +22,9 @@ evicting a pod of a gang that would leave the gang with fewer running tasks than
 minMember stops the whole job being useful while it keeps holding the rest of its
 resources. So such a victim is taken only together with its whole job, in the same
 statement (every task of the job goes, on every node, and all that frees counts), or
-not at all. Victims that break no gang are preferred; when gangs must go, the gang that
-makes the preemptor fit with the least waste goes first.
+not at all. Victims that break no gang are preferred; when gangs must go, of the gangs
+that would each make the preemptor fit, the one whose plan after the reprieve the
+strategy puts first (so a gang that makes room alone spares the pods taken before it).
 """
 
 from __future__ import annotations
