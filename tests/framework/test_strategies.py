@@ -366,9 +366,9 @@ def test_a_gang_that_frees_enough_alone_goes_rather_than_singles_and_a_small_gan
     """n1 is full: two one-GPU pods, a gang of 2x2 GPUs and a gang of 2x1; 4 GPUs are
     needed there. The two singles free too little, and with them the small gang frees
     just enough (4 pods evicted), but the large gang frees enough alone and the singles
-    are then spared (2 pods, 4 GPUs either way): every strategy takes the large gang.
-    (Found by the property test below with another seed: the gang was chosen for its
-    own waste before the reprieve.)"""
+    are then spared (2 pods, 4 GPUs either way): every strategy takes the large gang,
+    the gangs being weighed by the plan each leaves after the reprieve, not by their
+    own waste."""
     units = [Unit("n0-u0", 0, (2, 2), "spot", protected=True), Unit("n0-u1", 0, (1,), "spot"),
              Unit("n0-u2", 0, (1,), "spot", protected=True), Unit("n1-u3", 1, (1,), "spot"),
              Unit("n1-u4", 1, (2, 2), "spot"), Unit("n1-u5", 1, (1, 1), "spot"),

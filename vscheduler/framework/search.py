@@ -204,9 +204,9 @@ class NodeSearch:
         """Judge again the nodes left refused when they changed (`deferred`), and
         write the verdicts of the nodes a sample passed by (see `_sample`): each lacks
         room for the task or has a static refusal known (one that changed since was
-        judged again then). Once
-        every node was passed, the fit index's refusals are taken whole (a full cluster
-        would otherwise cost a verdict per node per pod shape in every session)."""
+        judged again then). Once every node was passed, the fit index's refusals are
+        taken whole (a full cluster would otherwise cost a verdict per node per pod
+        shape in every session)."""
         if entry.deferred:
             for name in entry.deferred:
                 self._judge(entry, self.session.nodes[name])
