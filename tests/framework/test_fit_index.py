@@ -241,6 +241,13 @@ def test_evicting_actions_judge_a_statically_refused_node_once_per_signature():
     assert asked.count("n3") >= 2  # (once per preemptor signature at least)
 
 
+def _allocate_only(refusing: type) -> SchedulerConf:
+    """A conf of allocate alone with one plugin."""
+    return SchedulerConf(actions=[("allocate", Allocate, {})],
+                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
+                         source="test", warnings=[])
+
+
 def test_a_static_refusal_is_not_asked_again_when_a_pod_lands_on_its_node():
     """Within a session: n0 refuses pods of kind a for its spec. After a pod of kind b
     is placed on n0, the next pod of kind a is not asked about n0 again (only n1, where
@@ -259,9 +266,7 @@ def test_a_static_refusal_is_not_asked_again_when_a_pod_lands_on_its_node():
     for number, (name, kind) in enumerate((("a1", "a"), ("b", "b"), ("a2", "a"))):
         objects += gang(name, 1, cpu="1", labels={"kind": kind},
                         creation=f"2026-01-01T00:00:0{number}Z")
-    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
-                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
-                         source="test", warnings=[])
+    conf = _allocate_only(refusing)
     result = Session(load_cache(objects).snapshot(), conf).run()
     assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0", "default/a2-0": "n1"}
     assert asked.count(("a", "n0")) == 1
@@ -277,9 +282,7 @@ def test_a_node_refused_statically_that_lost_its_room_is_explained_by_its_room()
                       predicate=lambda self, task, node: (
                           refusal if node.name == "n0" else Unfit("node(s) were busy")))
     cache = load_cache([node("n0", cpu="2"), node("n1", cpu="2"), *gang("g", 1, cpu="2")])
-    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
-                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
-                         source="test", warnings=[])
+    conf = _allocate_only(refusing)
     reasons = []
     for number in range(2):
         if number == 1:
@@ -312,9 +315,7 @@ def test_a_static_refusal_left_standing_is_judged_again_when_a_pod_fails():
     for number, (name, kind) in enumerate((("a1", "a"), ("b", "b"), ("a2", "a"))):
         objects += gang(name, 1, cpu="1", labels={"kind": kind},
                         creation=f"2026-01-01T00:00:0{number}Z")
-    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
-                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
-                         source="test", warnings=[])
+    conf = _allocate_only(refusing)
     result = Session(load_cache(objects).snapshot(), conf).run()
     assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0"}
     assert result.pending["default/a2-0"] == [
@@ -337,9 +338,7 @@ def test_a_node_left_refused_that_lost_its_room_in_the_session_is_told_of_by_its
                                                 ("a2", "a", "1"))):
         objects += gang(name, 1, cpu=cpu, labels={"kind": kind},
                         creation=f"2026-01-01T00:00:0{number}Z")
-    conf = SchedulerConf(actions=[("allocate", Allocate, {})],
-                         tiers=[[PluginOption("refusing", refusing, {}, {})]],
-                         source="test", warnings=[])
+    conf = _allocate_only(refusing)
     result = Session(load_cache(objects).snapshot(), conf).run()
     assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0"}
     assert result.pending["default/a2-0"] == [
