@@ -248,6 +248,22 @@ def _allocate_only(refusing: type) -> SchedulerConf:
                          source="test", warnings=[])
 
 
+def _by_kind(predicate) -> SchedulerConf:
+    """Allocate alone with a plugin answering `predicate`, its signature a pod's kind."""
+    return _allocate_only(plugin("refusing", predicate=predicate,
+                                 task_signature=lambda self, task: task.pod.labels.get("kind")))
+
+
+def _a_b_a(n1_cpu: str, b_cpu: str = "1") -> list[dict]:
+    """n0 (4 cpu) and n1; one-pod jobs a1, b and a2 of kinds a, b and a, in that order."""
+    objects = [node("n0", cpu="4"), node("n1", cpu=n1_cpu)]
+    for number, (name, kind, cpu) in enumerate((("a1", "a", "1"), ("b", "b", b_cpu),
+                                                ("a2", "a", "1"))):
+        objects += gang(name, 1, cpu=cpu, labels={"kind": kind},
+                        creation=f"2026-01-01T00:00:0{number}Z")
+    return objects
+
+
 def test_a_static_refusal_is_not_asked_again_when_a_pod_lands_on_its_node():
     """Within a session: n0 refuses pods of kind a for its spec. After a pod of kind b
     is placed on n0, the next pod of kind a is not asked about n0 again (only n1, where
@@ -260,14 +276,7 @@ def test_a_static_refusal_is_not_asked_again_when_a_pod_lands_on_its_node():
         asked.append((kind, node.name))
         return refusal if (kind, node.name) == ("a", "n0") else None
 
-    refusing = plugin("refusing", predicate=predicate,
-                      task_signature=lambda self, task: task.pod.labels.get("kind"))
-    objects = [node("n0", cpu="4"), node("n1", cpu="4")]
-    for number, (name, kind) in enumerate((("a1", "a"), ("b", "b"), ("a2", "a"))):
-        objects += gang(name, 1, cpu="1", labels={"kind": kind},
-                        creation=f"2026-01-01T00:00:0{number}Z")
-    conf = _allocate_only(refusing)
-    result = Session(load_cache(objects).snapshot(), conf).run()
+    result = Session(load_cache(_a_b_a("4")).snapshot(), _by_kind(predicate)).run()
     assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0", "default/a2-0": "n1"}
     assert asked.count(("a", "n0")) == 1
     assert asked.count(("a", "n1")) == 2  # (judged again once the first pod of a went there)
@@ -309,14 +318,7 @@ def test_a_static_refusal_left_standing_is_judged_again_when_a_pod_fails():
             return None
         return crowded if node.tasks else labels_refusal
 
-    refusing = plugin("refusing", predicate=predicate,
-                      task_signature=lambda self, task: task.pod.labels.get("kind"))
-    objects = [node("n0", cpu="4"), node("n1", cpu="1")]
-    for number, (name, kind) in enumerate((("a1", "a"), ("b", "b"), ("a2", "a"))):
-        objects += gang(name, 1, cpu="1", labels={"kind": kind},
-                        creation=f"2026-01-01T00:00:0{number}Z")
-    conf = _allocate_only(refusing)
-    result = Session(load_cache(objects).snapshot(), conf).run()
+    result = Session(load_cache(_a_b_a("1")).snapshot(), _by_kind(predicate)).run()
     assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0"}
     assert result.pending["default/a2-0"] == [
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were crowded."]
@@ -329,17 +331,12 @@ def test_a_node_left_refused_that_lost_its_room_in_the_session_is_told_of_by_its
     (resources are judged first), as a search of its own would say, not by the static
     refusal it was left with."""
     refusal = Unfit("node(s) had the wrong labels", static=True)
-    refusing = plugin("refusing", task_signature=lambda self, task: task.pod.labels.get("kind"),
-                      predicate=lambda self, task, node: (
-                          refusal if (task.pod.labels.get("kind"), node.name) == ("a", "n0")
-                          else None))
-    objects = [node("n0", cpu="4"), node("n1", cpu="1")]
-    for number, (name, kind, cpu) in enumerate((("a1", "a", "1"), ("b", "b", "4"),
-                                                ("a2", "a", "1"))):
-        objects += gang(name, 1, cpu=cpu, labels={"kind": kind},
-                        creation=f"2026-01-01T00:00:0{number}Z")
-    conf = _allocate_only(refusing)
-    result = Session(load_cache(objects).snapshot(), conf).run()
+
+    def predicate(self, task, node):
+        return refusal if (task.pod.labels.get("kind"), node.name) == ("a", "n0") else None
+
+    result = Session(load_cache(_a_b_a("1", b_cpu="4")).snapshot(),
+                     _by_kind(predicate)).run()
     assert result.binds == {"default/a1-0": "n1", "default/b-0": "n0"}
     assert result.pending["default/a2-0"] == [
         "0/2 nodes are available: 2 Insufficient cpu."]
