@@ -197,10 +197,23 @@ def test_messages_keep_their_line_numbers():
         "raised line 3: expected the node content, but found '<stream end>'"]
 
 
+def _libyaml_reads(depth: int) -> bool:
+    """Whether the installed libyaml reads `depth` nested lists at all (the one in
+    PyYAML 6.0.4's wheels refuses more than 1,000 levels itself)."""
+    parser = yaml.cyaml.CParser(("[" * depth + "]" * depth).encode())
+    try:
+        while not isinstance(parser.get_event(), yaml.StreamEndEvent):
+            pass
+    except yaml.YAMLError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("depth", [101, 1000, 3000])
 def test_deep_nesting_is_refused_on_the_libyaml_path_without_composing(depth, monkeypatch):
     # libyaml composes recursively in C, where 100,000 levels end the process: a document
-    # too deep never reaches its composer
+    # too deep never reaches its composer. A libyaml that refuses the nesting itself
+    # leaves the text to the pure-Python reader, with the same documents.
     composed = []
     get_node = textinput._CComposer.get_node
 
@@ -216,7 +229,7 @@ def test_deep_nesting_is_refused_on_the_libyaml_path_without_composing(depth, mo
                          "{'kind': 'Node'}",
                          "TextError('line 5: nested more than 100 levels deep')",
                          "['ok']"]
-    assert len(composed) == 2
+    assert len(composed) == (2 if _libyaml_reads(depth) else 0)
 
 
 def test_the_limit_is_exact_on_both_paths():
