@@ -788,8 +788,8 @@ def _take_victims(
     victims: list[Task],
     gang_safe: bool,
     whole_job: Callable[[Job], list[Task] | None],
-    room: Callable[[list[Task]], bool] | None = None,
-    plan_key: Callable[[list[Task]], tuple] | None = None,
+    room: Callable[[list[Task]], bool] | None,
+    plan_key: Callable[[list[Task]], tuple],
 ) -> list[Task] | None:
     """The tasks to evict so that `preemptor` fits on `node` (resources, and `room` of
     the chosen tasks when given: the queue's room, say), taken from `victims` (already
@@ -842,7 +842,7 @@ def _take_victims(
         while options and not enough(available, _tasks_of(units)):
             sufficient = [uid for uid, (tasks, here, _) in options.items()
                           if enough(available.clone().add(here), _tasks_of(units) + tasks)]
-            if len(sufficient) > 1 and plan_key is not None:
+            if len(sufficient) > 1:
                 plans = {uid: plan_key(_reprieve(
                     _with_gang(units, uid, *options[uid][:2]),
                     available.clone().add(options[uid][1]), enough)) for uid in sufficient}
