@@ -42,8 +42,8 @@ class Snapshot:
 
     __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "closed", "dirty_jobs",
                  "hypernodes", "jobs", "kept", "namespaces", "node_specs", "nodes",
-                 "priority_classes", "queues", "restated", "revisit", "serial", "skipped",
-                 "topology_key", "waiting", "warnings")
+                 "priority_classes", "queues", "restated", "restored", "revisit", "serial",
+                 "skipped", "topology_key", "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -84,6 +84,9 @@ class Snapshot:
         # uids of the copies handed on with other conditions than they had: the cache's,
         # written since by someone else (or read back after our own write)
         self.restated: list[str] = []
+        # uids of the copies its session changed and put back (`Job.mark_restored`): the
+        # next snapshot settles them (`Job.settle`) if it hands them on
+        self.restored: set[str] = set()
         # uids of the jobs that wait for something, in order: not admitted yet, or with
         # pods pending. The actions look at these only (Session.waiting_jobs).
         self.waiting: list[str] = []
@@ -650,12 +653,13 @@ class _CopyOnWrite:
     whose nodes must point at the right copy (`relink`)."""
 
     __slots__ = ("changed_jobs", "changed_nodes", "clones", "job_watch", "moved", "node_watch",
-                 "old_jobs", "old_nodes", "restated")
+                 "old_jobs", "old_nodes", "restated", "restored")
 
     def __init__(self, previous: Snapshot | None, clones: dict[str, Task],
                  job_watch: set[str] | None, node_watch: set[str] | None) -> None:
         self.old_jobs = previous.jobs if previous else {}
         self.old_nodes = previous.nodes if previous else {}
+        self.restored = previous.restored if previous else set()
         self.clones = clones
         # where copies note themselves when a session marks them dirty (`Cache._job_watch`)
         self.job_watch = job_watch
@@ -681,6 +685,8 @@ class _CopyOnWrite:
             clone.spec = job.spec
             if clone.fit_errors:
                 clone.fit_errors = {}
+            if job.uid in self.restored:
+                clone.settle()
             return clone, False
         if clone is not None:
             self._drop(clone)

@@ -203,7 +203,8 @@ def on_session_open(session: SessionView) -> None:
     - change jobs and nodes only through the session (statements) or their methods
       (`Job.update_task_status`, `Node.add_task`, ...), which mark them `dirty`; a
       plugin that sets a field itself must set `dirty = True` too (a job's conditions
-      excepted: `Job.set_condition` says why);
+      excepted: `Job.set_condition` says why), also within a statement: a discard
+      leaves a job clean only if nothing but the statement marked it;
     - what you derive from a job at open (sums over its pods, say) may be kept in
       `job.memo[your plugin's name]` and reused by the next session while the job copy
       is the same: a copy made anew starts with an empty memo. Store beside it what else

@@ -234,6 +234,7 @@ class Job:
         "_sub_groups",
         "allocated",
         "bare",
+        "changes",
         "conditions",
         "fit_errors",
         "held_only",
@@ -248,8 +249,8 @@ class Job:
     )
     SHARED = ("bare", "held_only", "phase", "priority", "queue", "spec", "uid")
     COPIED: ClassVar[dict[str, _Copy]] = {"conditions": list}
-    REBUILT = ("_by_status", "_dirty", "_sub_groups", "allocated", "fit_errors", "memo",
-               "tasks", "watch")
+    REBUILT = ("_by_status", "_dirty", "_sub_groups", "allocated", "changes", "fit_errors",
+               "memo", "tasks", "watch")
 
     def __init__(self, spec: PodGroupSpec, queue: str, *, bare: bool = False) -> None:
         self.spec = spec
@@ -269,6 +270,9 @@ class Job:
         # Where its uid goes when it is marked `dirty` (see there); None: nowhere.
         self.watch: set[str] | None = None
         self._dirty = True
+        # How many times it was marked dirty: a statement that finds the count where
+        # its own changes left it knows nothing else changed the job (`mark_restored`).
+        self.changes = 0
         # What plugins derived from this copy at session open, by plugin. A snapshot
         # hands a copy on only if nothing changed it, so the next session's plugins may
         # reuse these instead of recounting every pod (see hookspecs, on_session_open).
@@ -330,8 +334,31 @@ class Job:
     @dirty.setter
     def dirty(self, value: bool) -> None:
         self._dirty = value
-        if value and self.watch is not None:
-            self.watch.add(self.uid)
+        if value:
+            self.changes += 1
+            if self.watch is not None:
+                self.watch.add(self.uid)
+
+    def mark_restored(self) -> None:
+        """A discarded statement undid every change made to this copy since it was
+        clean (`Statement.discard` checks it by `changes`): it is clean again, and a
+        snapshot may hand it on. Its tasks hold what they held before, but not in the
+        same order per status, and its `allocated` may name cards at zero; `settle`
+        puts both as a copy made anew would have them."""
+        self._dirty = False
+
+    def settle(self) -> None:
+        """Make a restored copy (`mark_restored`) what a copy made anew would be: its tasks
+        per status in its tasks' order, `allocated` summed again, and nothing of the
+        last session's attempts on its tasks (run when a snapshot hands it on)."""
+        self._by_status = {}
+        self.allocated = Resource()
+        for task in self.tasks.values():
+            task.last_transaction = None
+            task.eviction_occurred = False
+            self._by_status.setdefault(task.status, {})[task.uid] = task
+            if task.status & ALLOCATED_STATUSES:
+                self.allocated.add(task.resreq)
 
     # ---------------------------------------------------------------- tasks
 
@@ -563,6 +590,7 @@ class Job:
         job.fit_errors = {}
         job.memo = {}
         job._sub_groups = None
+        job.changes = 0
         for task in self.tasks.values():
             job.add_task(task.clone())
         job.dirty = False

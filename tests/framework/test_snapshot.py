@@ -432,6 +432,29 @@ def test_a_phase_written_makes_a_new_copy():
     assert cache.snapshot().jobs["default/train"] is not first["default/train"]
 
 
+def test_a_gang_tried_and_not_placed_is_handed_on_as_a_copy_made_anew_would_be():
+    """A gang that cannot be placed whole is tried in every session and its statement
+    discarded: the discard puts its copy back as it was, so the next snapshot hands the
+    copy on (checked against a full copy: its tasks in their order, nothing left of
+    the attempt) instead of copying it anew and counting it again."""
+    simulation = _simulation([b.node("n1", cpu="4"), *b.gang("big", 3, cpu="2")],
+                             "default", _CheckedCache)
+    cache = simulation.cache
+    simulation.run(1)  # admitted: its phase changed, so it is copied anew next time
+    job = cache.snapshot().jobs["default/big"]
+    simulation.run(1)  # two of its three pods placed, then the statement discarded
+    assert job.count(S.PENDING) == 3
+    assert [t.last_transaction for t in job.tasks.values()] == [
+        (S.ALLOCATED, "n1"), (S.ALLOCATED, "n1"), None]
+    assert list(job.tasks_in(S.PENDING)) != list(job.tasks.values())
+    after = cache.snapshot()
+    assert after.jobs["default/big"] is job
+    assert "default/big" not in after.changed_jobs
+    assert list(job.tasks_in(S.PENDING)) == list(job.tasks.values())
+    assert all(t.last_transaction is None for t in job.tasks.values())
+    assert cache.snapshot().jobs["default/big"] is job
+
+
 def test_sessions_after_the_first_update_their_sums_and_recount_none(monkeypatch):
     """With pods coming and going, every session after the first brings each kept sum
     up to date from what changed: none is counted whole again."""

@@ -310,3 +310,90 @@ def test_refused_double_booking_leaves_the_first_placement_intact() -> None:
     assert (node_state(n1), job_state(job)) == placed
     stmt.commit()
     assert session.result.binds == {"default/a-0": "n1"}
+
+
+# --------------------------------------------------------------------------- restored
+
+
+def test_a_discard_leaves_a_job_it_alone_changed_clean_and_noted() -> None:
+    # A gang tried and not placed is handed on to the next session as it was, not
+    # copied anew (the snapshot settles it: test_snapshot.py).
+    session, _ = open_session()
+    a = tasks_of(session, "a")
+    job = session.jobs["default/a"]
+    assert not job.dirty
+    stmt = session.statement()
+    stmt.allocate(a["a-0"], session.nodes["n1"])
+    stmt.pipeline(a["a-1"], session.nodes["n2"])
+    assert job.dirty
+    stmt.discard()
+    assert not job.dirty
+    assert session.snapshot.restored == {"default/a"}
+
+
+def test_a_discard_leaves_dirty_a_job_changed_otherwise_too() -> None:
+    session, _ = open_session()
+    a = tasks_of(session, "a")
+    job = session.jobs["default/a"]
+    stmt = session.statement()
+    stmt.allocate(a["a-0"], session.nodes["n1"])
+    job.dirty = True  # (a plugin that set a field of its own, as hookspecs asks)
+    stmt.discard()
+    assert job.dirty
+    assert session.snapshot.restored == set()
+
+
+def test_a_discard_leaves_dirty_a_job_that_was_dirty_before() -> None:
+    session, _ = open_session()
+    a = tasks_of(session, "a")
+    committed = session.statement()
+    committed.allocate(a["a-0"], session.nodes["n1"])
+    committed.commit()
+    stmt = session.statement()
+    stmt.allocate(a["a-1"], session.nodes["n1"])
+    stmt.discard()
+    assert session.jobs["default/a"].dirty
+    assert session.snapshot.restored == set()
+
+
+def test_a_committed_statement_leaves_its_jobs_dirty() -> None:
+    session, _ = open_session()
+    a, r = tasks_of(session, "a"), tasks_of(session, "r")
+    stmt = session.statement()
+    stmt.evict(r["r-0"], "preempt", a["a-0"])
+    stmt.pipeline(a["a-0"], session.nodes["n1"], eviction_occurred=True)
+    stmt.commit()
+    stmt.discard()  # (nothing left to undo)
+    assert session.jobs["default/a"].dirty and session.jobs["default/r"].dirty
+    assert session.snapshot.restored == set()
+
+
+def test_an_eviction_discarded_leaves_the_victims_job_clean() -> None:
+    session, _ = open_session()
+    a, r = tasks_of(session, "a"), tasks_of(session, "r")
+    stmt = session.statement()
+    stmt.evict(r["r-0"], "preempt", a["a-0"])
+    stmt.pipeline(a["a-0"], session.nodes["n1"], eviction_occurred=True)
+    stmt.discard()
+    assert not session.jobs["default/a"].dirty and not session.jobs["default/r"].dirty
+    assert session.snapshot.restored == {"default/a", "default/r"}
+
+
+def test_a_merged_statement_restores_from_the_first_touch_of_either() -> None:
+    session, _ = open_session()
+    a = tasks_of(session, "a")
+    job = session.jobs["default/a"]
+    first, second = session.statement(), session.statement()
+    first.allocate(a["a-0"], session.nodes["n1"])
+    second.allocate(a["a-1"], session.nodes["n2"])
+    first.merge(second)
+    first.discard()
+    assert not job.dirty
+
+    first, second = session.statement(), session.statement()
+    first.allocate(a["a-0"], session.nodes["n1"])
+    job.dirty = True  # changed otherwise between the two statements' changes
+    second.allocate(a["a-1"], session.nodes["n2"])
+    second.merge(first)
+    second.discard()
+    assert job.dirty

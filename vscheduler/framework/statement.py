@@ -5,6 +5,10 @@ plugins' event handlers), so later decisions in the session see it. `commit` mak
 decisions (binds, evictions); `discard` undoes them in reverse order. A gang keeps its
 all-or-nothing promise because allocate commits a job's statement only when the job is
 ready, and discards it otherwise.
+
+A discard puts a job back as it was; if nothing but the statement changed the job, it is
+clean again (`Job.mark_restored`), and the next snapshot hands its copy on rather than
+copying it anew: a gang tried and not placed in every session costs no copy for that.
 """
 
 from __future__ import annotations
@@ -39,11 +43,16 @@ class Operation:
 
 
 class Statement:
-    __slots__ = ("operations", "session")
+    __slots__ = ("_touched", "operations", "session")
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.operations: list[Operation] = []
+        # uid -> [job, whether it was clean when first touched, its `changes` then,
+        # the changes this statement made to it since]: `discard` leaves clean a job
+        # whose only changes were this statement's, all undone (a gang tried and not
+        # placed is not copied anew for the next session for that alone).
+        self._touched: dict[str, list] = {}
 
     # ---------------------------------------------------------------- operations
 
@@ -63,7 +72,7 @@ class Statement:
         session = self.session
         node = session.nodes[task.node_name]
         previous = task.status
-        session.jobs[task.job_id].update_task_status(task, S.RELEASING)
+        self._set_status(task, S.RELEASING)
         node.update_task(task)
         session.census.moved(task, node.name, -1, evicted=True)
         session.deallocate_event(task)
@@ -79,7 +88,7 @@ class Statement:
             task.eviction_occurred = False
             return f"task {task.key} is {status_label(task.status)}, not Pending: not placed again"
         session = self.session
-        session.jobs[task.job_id].update_task_status(task, status)
+        self._set_status(task, status)
         task.node_name = node.name
         node.add_task(task)
         session.census.moved(task, node.name, 1)
@@ -92,7 +101,7 @@ class Statement:
 
     def _unplace(self, task: Task, node: Node) -> None:
         session = self.session
-        session.jobs[task.job_id].update_task_status(task, S.PENDING)
+        self._set_status(task, S.PENDING)
         node.remove_task(task)
         session.census.moved(task, node.name, -1)
         session.deallocate_event(task)
@@ -103,10 +112,19 @@ class Statement:
         session = self.session
         # Back to the status it had (Volcano makes it Running, whatever it was: a Bound
         # pod would then look Running to a later reclaim in the same session).
-        session.jobs[task.job_id].update_task_status(task, previous)
+        self._set_status(task, previous)
         node.update_task(task)
         session.census.moved(task, node.name, 1, evicted=True)
         session.allocate_event(task)
+
+    def _set_status(self, task: Task, status: Status) -> None:
+        job = self.session.jobs[task.job_id]
+        touched = self._touched.get(job.uid)
+        if touched is None:
+            touched = self._touched[job.uid] = [job, not job.dirty, job.changes, 0]
+        if task.status != status:
+            touched[3] += 1  # (`update_task_status` marks the job dirty once)
+        job.update_task_status(task, status)
 
     # ---------------------------------------------------------------- outcome
 
@@ -118,6 +136,12 @@ class Statement:
             else:
                 self._unplace(op.task, op.node)
         self.operations.clear()
+        restored = self.session.snapshot.restored
+        for job, clean, start, own in self._touched.values():
+            if clean and job.changes == start + own:
+                job.mark_restored()
+                restored.add(job.uid)
+        self._touched.clear()
 
     def commit(self) -> None:
         session = self.session
@@ -129,7 +153,17 @@ class Statement:
                 session.dispatch(op.task)
             # a pipelined task stays pipelined: nothing to send until resources are free
         self.operations.clear()
+        self._touched.clear()
 
     def merge(self, other: Statement) -> None:
         self.operations.extend(other.operations)
         other.operations.clear()
+        for uid, touched in other._touched.items():
+            mine = self._touched.get(uid)
+            if mine is None:
+                self._touched[uid] = touched
+            else:  # (as from the first touch of either)
+                if touched[2] < mine[2]:
+                    mine[1:3] = touched[1:3]
+                mine[3] += touched[3]
+        other._touched.clear()
