@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vscheduler.framework.results import EvictionTerms
-from vscheduler.model import Node, Status, Task, TaskStatus, status_label
+from vscheduler.model import Job, Node, Status, Task, TaskStatus, status_label
 
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
@@ -42,17 +42,29 @@ class Operation:
         self.terms = terms
 
 
+class _Touch:
+    """A job a statement changed: whether it was clean when first touched, its
+    `Job.changes` then, and how many of the changes since were the statement's own."""
+
+    __slots__ = ("clean", "job", "own", "start")
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.clean = not job.dirty
+        self.start = job.changes
+        self.own = 0
+
+
 class Statement:
     __slots__ = ("_touched", "operations", "session")
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.operations: list[Operation] = []
-        # uid -> [job, whether it was clean when first touched, its `changes` then,
-        # the changes this statement made to it since]: `discard` leaves clean a job
-        # whose only changes were this statement's, all undone (a gang tried and not
-        # placed is not copied anew for the next session for that alone).
-        self._touched: dict[str, list] = {}
+        # the jobs it changed, by uid: `discard` leaves clean a job whose only changes
+        # were this statement's, all undone (a gang tried and not placed is not copied
+        # anew for the next session for that alone)
+        self._touched: dict[str, _Touch] = {}
 
     # ---------------------------------------------------------------- operations
 
@@ -121,9 +133,9 @@ class Statement:
         job = self.session.jobs[task.job_id]
         touched = self._touched.get(job.uid)
         if touched is None:
-            touched = self._touched[job.uid] = [job, not job.dirty, job.changes, 0]
+            touched = self._touched[job.uid] = _Touch(job)
         if task.status != status:
-            touched[3] += 1  # (`update_task_status` marks the job dirty once)
+            touched.own += 1  # (`update_task_status` marks the job dirty once)
         job.update_task_status(task, status)
 
     # ---------------------------------------------------------------- outcome
@@ -137,8 +149,9 @@ class Statement:
                 self._unplace(op.task, op.node)
         self.operations.clear()
         restored = self.session.snapshot.restored
-        for job, clean, start, own in self._touched.values():
-            if clean and job.changes == start + own:
+        for touched in self._touched.values():
+            job = touched.job
+            if touched.clean and job.changes == touched.start + touched.own:
                 job.mark_restored()
                 restored.add(job.uid)
         self._touched.clear()
@@ -163,7 +176,7 @@ class Statement:
             if mine is None:
                 self._touched[uid] = touched
             else:  # (as from the first touch of either)
-                if touched[2] < mine[2]:
-                    mine[1:3] = touched[1:3]
-                mine[3] += touched[3]
+                if touched.start < mine.start:
+                    mine.clean, mine.start = touched.clean, touched.start
+                mine.own += touched.own
         other._touched.clear()
