@@ -397,10 +397,10 @@ def test_nodes_found_closed_for_preemptors_sharing_refusals_decide_as_judged_by_
 
     init = WholeJobs.__init__
 
-    def not_noting(self: WholeJobs, preemptor: Any, eligible: Any, offer: Any,
+    def not_noting(self: WholeJobs, preemptor: Any, nodes: Any, eligible: Any, offer: Any,
                    refused: set[str], gives: Any = None, alike: Any = None,
                    closed_nodes: Any = None) -> None:
-        init(self, preemptor, eligible, offer, refused, gives, alike)  # (none shared)
+        init(self, preemptor, nodes, eligible, offer, refused, gives, alike)  # (none shared)
 
     def each_judging(patch: pytest.MonkeyPatch) -> None:
         patch.setattr(WholeJobs, "__init__", not_noting)

@@ -85,6 +85,21 @@ def test_gang_is_evicted_whole_or_not_at_all():
     assert report["pipelined"] == {"default/infer": "n1"}
 
 
+def test_a_gang_with_a_pod_on_a_deleted_node_is_evicted_where_the_session_has_nodes():
+    """A node deleted under a running gang leaves its pod in the gang until the pod is
+    deleted too: the gang still goes whole from the nodes there are, and the pod with
+    no node is neither evicted nor a crash."""
+    objects = [node("n1", cpu="3"), queue("a"), queue("b"),
+               podgroup("train", 4, queue="a", phase="Running"),
+               *(running(f"train-{i}", "a", "n1", group="train") for i in range(3)),
+               running("train-3", "a", "gone", group="train"),
+               pod("infer", cpu="1", queue="b")]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == [
+        f"default/train-{i}" for i in range(3)]
+    assert report["pipelined"] == {"default/infer": "n1"}
+
+
 def test_without_gang_safety_one_pod_of_the_gang_goes():
     conf = CONF + """configurations:
 - name: reclaim

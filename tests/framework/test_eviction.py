@@ -482,7 +482,8 @@ def test_a_node_closed_per_job_has_no_plan_pod_by_pod(
     for name in ("n0", "n1", "n2"):
         at = session.nodes[name]
         eligible, gives = _victim_rule(session, policy, preemptor)
-        shortcut = WholeJobs(preemptor, eligible, _offer(session, policy), set(), gives)
+        shortcut = WholeJobs(preemptor, session.nodes, eligible, _offer(session, policy), set(),
+                             gives)
         planned = plan(session, policy, preemptor, at)
         assert names(_plan_on_node(session, policy, preemptor, at, shortcut)[0]) \
             == names(planned)

@@ -45,7 +45,7 @@ def test_gangs_alike_are_asked_about_once_and_their_nodes_are_closed() -> None:
 
     def whole_job(job: Job) -> None:
         asked.append(job.name)
-        refused.add(session.victim_signature(job, placed_tasks(job)))
+        refused.add(session.victim_signature(job, placed_tasks(job, session.nodes)))
 
     assert index.open_nodes("", lambda uid: True, whole_job, refused, 100) == {"n2"}
     assert asked == ["G1"]

@@ -269,8 +269,8 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
     # from. (Its own job is no exception: a rule takes from a preemptor's own job only
     # where it takes from no other, and the finder then noted that job as untaken.)
     closed = memo.closed if policy.gang_safe else None
-    whole_jobs = WholeJobs(preemptor, eligible, _offer(session, policy), memo.refused,
-                           gives, alike, closed)
+    whole_jobs = WholeJobs(preemptor, session.nodes, eligible, _offer(session, policy),
+                           memo.refused, gives, alike, closed)
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, whole_jobs)
@@ -681,7 +681,8 @@ def plan(session: Session, policy: VictimPolicy, preemptor: Task,
     """What `policy` would evict on `node` for `preemptor` (resources only; nothing is
     changed), or None if no choice of victims there makes it fit."""
     return _plan_on_node(session, policy, preemptor, node, WholeJobs(
-        preemptor, _eligible(session, policy, preemptor), _offer(session, policy), set()))[0]
+        preemptor, session.nodes, _eligible(session, policy, preemptor),
+        _offer(session, policy), set()))[0]
 
 
 def _eligible(session: Session, policy: VictimPolicy, preemptor: Task,
@@ -939,13 +940,14 @@ def _could_fit(task: Task, node: Node, victims: list[Task]) -> bool:
     return task.resreq.first_insufficient(available) is None
 
 
-def _whole_job(job: Job, eligible: Callable[[Task], bool],
+def _whole_job(job: Job, nodes: Mapping[str, Node], eligible: Callable[[Task], bool],
                approve: Callable[[list[Task]], list[Task]],
                alike: Alike | None = None) -> list[Task] | None:
-    """Every placed task of `job`, if each is `eligible` and plugins `approve` them all
-    as victims (asked in a fixed order); else None: evicting only some would leave the
-    gang broken. With `alike`, plugins are asked once per victim signature."""
-    placed = placed_tasks(job)
+    """Every task of `job` placed on one of `nodes` (`placed_tasks`), if each is
+    `eligible` and plugins `approve` them all as victims (asked in a fixed order); else
+    None: evicting only some would leave the gang broken. With `alike`, plugins are
+    asked once per victim signature."""
+    placed = placed_tasks(job, nodes)
     if not placed:
         return None
     signature = alike.signature(job, placed) if alike is not None else None
@@ -990,14 +992,16 @@ class WholeJobs:
     one by one and is never judged by signature."""
 
     __slots__ = ("_kinds", "alike", "approved", "closed_nodes", "eligible", "gives",
-                 "offer", "own_job", "preemptor", "refused")
+                 "nodes", "offer", "own_job", "preemptor", "refused")
 
-    def __init__(self, preemptor: Task, eligible: Callable[[Task], bool],
+    def __init__(self, preemptor: Task, nodes: Mapping[str, Node],
+                 eligible: Callable[[Task], bool],
                  offer: Callable[[Task, list[Task]], list[Task]], refused: set[str],
                  gives: Callable[[str], bool] | None = None,
                  alike: Alike | None = None,
                  closed_nodes: dict[str, tuple[str, ...]] | None = None) -> None:
         self.preemptor = preemptor
+        self.nodes = nodes  # (the session's: a pod elsewhere is not evicted)
         self.eligible = eligible
         self.offer = offer  # (the plugins' hook, as `_offer` gives it)
         self.approved: dict[str, list[Task]] = {}
@@ -1057,7 +1061,7 @@ class WholeJobs:
             return None
         tasks = self.approved.get(uid)
         if tasks is None:
-            tasks = _whole_job(job, self.eligible, self._approve,
+            tasks = _whole_job(job, self.nodes, self.eligible, self._approve,
                                self.alike if uid != self.own_job else None)
             if tasks is None:
                 self.refused.add(uid)

@@ -25,7 +25,7 @@ alone, as `hookspecs.victim_signature` asks.)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING
 
 from vscheduler.model import ALLOCATED_STATUSES, Job, Task
@@ -45,11 +45,14 @@ def gives_only_whole(job: Job) -> bool:
     return 1 < job.ready_task_num() <= job.min_available
 
 
-def placed_tasks(job: Job) -> list[Task]:
+def placed_tasks(job: Job, nodes: Container[str]) -> list[Task]:
     """The tasks of `job` a whole-gang eviction takes, in key order (the order plugins
-    are asked about them in, and that its victim signature reads): here, beside the
-    kinds that read it, for eviction to share."""
-    return sorted(job.tasks_in(ALLOCATED_STATUSES), key=lambda t: t.key)
+    are asked about them in, and that its victim signature reads): those placed on one
+    of `nodes`, the session's. A pod whose node was deleted stays in its job until it is
+    deleted too, but frees nothing the session could give and has no node to be
+    evicted from. Here, beside the kinds that read it, for eviction to share."""
+    return sorted((t for t in job.tasks_in(ALLOCATED_STATUSES) if t.node_name in nodes),
+                  key=lambda t: t.key)
 
 
 class VictimIndex:
@@ -75,7 +78,8 @@ class VictimIndex:
         if not names:
             return
         whole_only = gives_only_whole(job)
-        signature = self.session.victim_signature(job, placed_tasks(job)) \
+        session = self.session
+        signature = session.victim_signature(job, placed_tasks(job, session.nodes)) \
             if whole_only else None
         kind = (job.queue, job.spec.protected, whole_only, signature)
         self._kinds.setdefault(kind, {})[job.uid] = None
