@@ -224,6 +224,31 @@ def test_reclaim_evicts_nominates_and_binds_once_the_victim_is_gone(server, tmp_
         api.close()
 
 
+def test_a_gang_on_a_deleted_node_is_reclaimed_from_the_nodes_left(server, tmp_path):
+    """A Node deleted under a running gang: its pod stays (the API server's pod garbage
+    collector removes it later), and reclaim still takes the gang back from the node
+    that is left, without touching that pod or failing the session."""
+    from tests.builders import podgroup
+
+    server.create_all([node("n1", cpu="3"), node("n2", cpu="1"), queue("a"), queue("b"),
+                       podgroup("train", 4, queue="a", phase="Running"),
+                       *(pod(f"train-{i}", cpu="1", queue="a", group="train",
+                             node_name="n1" if i < 3 else "n2") for i in range(4))])
+    _, stop = start_daemon(server, tmp_path, RECLAIM)
+    try:
+        server.delete("Node", None, "n2")
+        server.create_all([pod("b-0", cpu="1", queue="b")])
+        wait_for(lambda: (server.get("Pod", "default", "b-0").get("status") or {})
+                 .get("nominatedNodeName") == "n1")
+        wait_for(lambda: len(server.requests("DELETE", "/pods/train-")) >= 3)
+        assert sorted(p["metadata"]["name"] for p in server.objects("Pod")
+                      if p["metadata"].get("deletionTimestamp")) == [
+            "train-0", "train-1", "train-2"]
+        assert not server.requests("DELETE", "/pods/train-3$")
+    finally:
+        stop()
+
+
 def test_a_bind_answered_409_is_not_retried_into_a_double_bind(server, daemon):
     server.fail("POST", r"/binding$", 409, times=1)
     server.create_all([node("n1", cpu="4"), pod("p", cpu="1")])
