@@ -81,6 +81,19 @@ def test_gang_of_lower_priority_goes_whole():
         "default/train-0", "default/train-1", "default/train-2"]
 
 
+def test_a_gang_with_a_pod_on_a_deleted_node_goes_whole_from_the_nodes_left():
+    """Its pod whose node was deleted is neither a victim nor a crash."""
+    objects = [*CLASSES, node("n1", cpu="3"),
+               podgroup("train", 4, priority_class="low", phase="Running"),
+               *(running(f"train-{i}", group="train", priority_class="low") for i in range(3)),
+               running("train-3", "gone", group="train", priority_class="low"),
+               pod("urgent", cpu="1", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == [
+        "default/train-0", "default/train-1", "default/train-2"]
+    assert report["pipelined"] == {"default/urgent": "n1"}
+
+
 def test_a_job_of_one_is_taken_in_victim_order():
     preempt = """
 actions: "allocate, preempt"

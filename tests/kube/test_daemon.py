@@ -234,9 +234,11 @@ def test_a_gang_on_a_deleted_node_is_reclaimed_from_the_nodes_left(server, tmp_p
                        podgroup("train", 4, queue="a", phase="Running"),
                        *(pod(f"train-{i}", cpu="1", queue="a", group="train",
                              node_name="n1" if i < 3 else "n2") for i in range(4))])
-    _, stop = start_daemon(server, tmp_path, RECLAIM)
+    daemon, stop = start_daemon(server, tmp_path, RECLAIM)
     try:
         server.delete("Node", None, "n2")
+        # (nodes and pods are watched apart: the pod must come after the deletion)
+        wait_for(lambda: "n2" not in daemon.cache.nodes)
         server.create_all([pod("b-0", cpu="1", queue="b")])
         wait_for(lambda: (server.get("Pod", "default", "b-0").get("status") or {})
                  .get("nominatedNodeName") == "n1")
