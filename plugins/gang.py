@@ -83,7 +83,7 @@ class GangPlugin(Plugin):
             job = jobs.get(task.job_id)
             if job is None:
                 continue
-            left = spare.setdefault(job.uid, job.ready_task_num())
+            left = spare.setdefault(job.uid, job.live_ready_num())
             if left > job.min_available:
                 spare[job.uid] = left - 1
                 victims.append(task)
@@ -101,8 +101,8 @@ class GangPlugin(Plugin):
 
     @hookimpl
     def victim_signature(self, job: Job, tasks: list[Task]) -> tuple[int, int]:
-        """How many of its tasks are ready, and its minMember."""
-        return job.ready_task_num(), job.min_available
+        """How many of its tasks are ready where they run, and its minMember."""
+        return job.live_ready_num(), job.min_available
 
     @hookimpl
     def victim_state(self) -> None:

@@ -147,7 +147,9 @@ def check_session(simulation: Simulation, before_pending: set[str],
                 lost[task.job_id] = lost.get(task.job_id, 0) + 1
         for job_id in lost:
             job = cache.jobs[job_id]
-            staying = job.count(PLACED | S.SUCCEEDED)
+            # (a pod whose node was deleted is not running anywhere: not counted)
+            staying = job.count(S.SUCCEEDED) + sum(
+                1 for t in job.tasks_in(PLACED) if t.node_name in cache.nodes)
             assert staying == 0 or staying >= job.min_available or (
                 before_placed.get(job_id, 0) < job.min_available), (
                 f"session {number}: gang {job_id} left with {staying} of minMember "

@@ -140,6 +140,33 @@ def test_a_node_update_that_changes_nothing_read_changes_nothing():
     assert "default/p" in cache.nodes["n1"].tasks  # its pods move to the new object
 
 
+def test_a_jobs_pods_on_a_missing_node_are_counted_and_its_copies_say_so():
+    """`Job.orphaned` follows nodes and pods coming and going, and each change reaches
+    the next snapshot's copy (the job is copied anew), which gang-safe eviction reads."""
+    cache = load_cache([node("n1"), node("n2"), podgroup("g", 3, phase="Running"),
+                        *(pod(f"g-{i}", group="g", node_name="n1" if i else "n2")
+                          for i in range(3)),
+                        pod("done", group="g", node_name="n2", phase="Succeeded")])
+    job = cache.jobs["default/g"]
+
+    def copied() -> tuple[int, int]:
+        copy = cache.snapshot().jobs["default/g"]
+        return copy.orphaned, copy.live_ready_num()
+
+    assert copied() == (0, 4)
+    cache.delete_node("n2")
+    assert job.orphaned == 1 and copied() == (1, 3)  # (the Succeeded pod still counts)
+    cache.add_pod(parse_pod(pod("g-3", group="g", node_name="gone")))
+    assert copied() == (2, 3)
+    cache.delete_pod("default/g-3")
+    assert copied() == (1, 3)
+    cache.add_node(parse_node(node("n2")))
+    assert copied() == (0, 4)
+    cache.delete_node("n2")
+    cache.delete_pod("default/g-0")
+    assert copied() == (0, 3)
+
+
 def test_disruption_budgets_are_kept_and_handed_to_each_snapshot_in_name_order():
     from vscheduler.cache import Cache
     from vscheduler.ingest import add_object

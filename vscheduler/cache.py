@@ -16,6 +16,7 @@ from dataclasses import fields
 from types import MappingProxyType
 
 from vscheduler.model import (
+    ALLOCATED_STATUSES,
     BARE_JOB_SUFFIX,
     Condition,
     Job,
@@ -156,7 +157,9 @@ class Cache:
         node.watch = self._node_watch
         self._node_watch.add(spec.name)
         tasks = [t for t, _ in old.tasks.values()] if old else []
-        tasks += self._orphans.pop(spec.name, {}).values()
+        for task in self._orphans.pop(spec.name, {}).values():
+            self._count_orphan(task, -1)
+            tasks.append(task)
         for task in tasks:
             node.add_task(task)
         self.nodes[spec.name] = node
@@ -168,6 +171,16 @@ class Cache:
         node = self.nodes.pop(name, None)
         if node is not None and node.tasks:
             self._orphans[name] = {t.key: t for t, _ in node.tasks.values()}
+            for task in self._orphans[name].values():
+                self._count_orphan(task, 1)
+
+    def _count_orphan(self, task: Task, change: int) -> None:
+        """Count `task` into (1) or out of (-1) its job's pods on a missing node
+        (`Job.orphaned`), marking the job changed: its copies must say it too."""
+        job = self.jobs.get(task.job_id)
+        if job is not None and task.status & ALLOCATED_STATUSES:
+            job.orphaned += change
+            job.dirty = True
 
     # ---------------------------------------------------------------- pods
 
@@ -216,6 +229,7 @@ class Cache:
         node = self.nodes.get(task.node_name)
         if node is None:
             self._orphans.setdefault(task.node_name, {})[task.key] = task
+            self._count_orphan(task, 1)
         elif task.key not in node.tasks:
             node.add_task(task)
 
@@ -223,7 +237,8 @@ class Cache:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
-        self._orphans.get(task.node_name, {}).pop(task.key, None)
+        elif self._orphans.get(task.node_name, {}).pop(task.key, None) is not None:
+            self._count_orphan(task, -1)
 
     def _pod_priority(self, spec_priority: int | None, class_name: str) -> int:
         if spec_priority is not None:

@@ -239,6 +239,7 @@ class Job:
         "fit_errors",
         "held_only",
         "memo",
+        "orphaned",
         "phase",
         "priority",
         "queue",
@@ -247,7 +248,7 @@ class Job:
         "uid",
         "watch",
     )
-    SHARED = ("bare", "held_only", "phase", "priority", "queue", "spec", "uid")
+    SHARED = ("bare", "held_only", "orphaned", "phase", "priority", "queue", "spec", "uid")
     COPIED: ClassVar[dict[str, _Copy]] = {"conditions": list}
     REBUILT = ("_by_status", "_dirty", "_sub_groups", "allocated", "changes", "fit_errors",
                "memo", "tasks", "watch")
@@ -263,6 +264,9 @@ class Job:
         # Its PodGroup is gone: only its placed pods are in the session, so that what they
         # hold still counts against their queue; nothing of it is scheduled or written.
         self.held_only = False
+        # How many of its placed tasks are on a node the cache no longer has (deleted
+        # under them): kept by the cache, which marks the job dirty when it changes.
+        self.orphaned = 0
         self.tasks: dict[str, Task] = {}
         self._by_status: dict[Status, dict[str, Task]] = {}
         self.allocated = Resource()
@@ -413,6 +417,13 @@ class Job:
 
     def ready_task_num(self) -> int:
         return self.count(READY_STATUSES)
+
+    def live_ready_num(self) -> int:
+        """Its ready tasks less those on a deleted node (`orphaned`): what gang-safe
+        eviction counts. Such a pod stays Running in the API until it is deleted too,
+        and the gang rules count it as Volcano does, but it runs nowhere: taking a pod
+        of the gang because that one seems to keep it whole would break it."""
+        return self.count(READY_STATUSES) - self.orphaned
 
     def waiting_task_num(self) -> int:
         return self.count(S.PIPELINED)

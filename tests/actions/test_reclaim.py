@@ -100,6 +100,19 @@ def test_a_gang_with_a_pod_on_a_deleted_node_is_evicted_where_the_session_has_no
     assert report["pipelined"] == {"default/infer": "n1"}
 
 
+def test_a_pod_on_a_deleted_node_does_not_keep_its_gang_whole():
+    """minMember 2, two pods running and one whose node is gone: taking one pod would
+    leave one running, so the gang goes whole (counted as three, one could go alone)."""
+    objects = [node("n1", cpu="2"), queue("a"), queue("b"),
+               podgroup("train", 2, queue="a", phase="Running"),
+               *(running(f"train-{i}", "a", "n1", group="train") for i in range(2)),
+               running("train-2", "a", "gone", group="train"),
+               pod("infer", cpu="1", queue="b")]
+    report = simulate(objects, CONF)
+    assert sorted(e["pod"] for e in report["evictions"]) == [
+        "default/train-0", "default/train-1"]
+
+
 def test_without_gang_safety_one_pod_of_the_gang_goes():
     conf = CONF + """configurations:
 - name: reclaim

@@ -909,7 +909,7 @@ def _singles(session: Session, preemptor: Task, victims: list[Task],
         # Breaking a gang leaves it with some tasks but fewer than its minimum; taking
         # its last one evicts it whole. (A task taking the place of a task of its own
         # job leaves the job no smaller.)
-        remaining = job.ready_task_num() - counts.get(job.uid, 0) - 1
+        remaining = job.live_ready_num() - counts.get(job.uid, 0) - 1
         if (gang_safe and victim.job_id != preemptor.job_id
                 and 0 < remaining < job.min_available):
             continue
@@ -1226,6 +1226,6 @@ def _elastic(session: Session, preemptor: Task, victims: list[Task]) -> set[str]
     for victim in victims:
         job = jobs[victim.job_id]
         if (victim.job_id != preemptor.job_id and job.min_available < len(job.tasks)
-                and job.ready_task_num() - going[job.uid] >= job.min_available):
+                and job.live_ready_num() - going[job.uid] >= job.min_available):
             elastic.add(victim.key)
     return elastic

@@ -42,7 +42,7 @@ def gives_only_whole(job: Job) -> bool:
     """Whether a gang-safe plan may take `job`'s pods only all together: more than one
     ready, no more than its minMember, so that taking any one would break the gang
     (`eviction._singles` takes none of them one by one; the preemptor's own job aside)."""
-    return 1 < job.ready_task_num() <= job.min_available
+    return 1 < job.live_ready_num() <= job.min_available
 
 
 def placed_tasks(job: Job, nodes: Container[str]) -> list[Task]:
