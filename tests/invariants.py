@@ -155,14 +155,16 @@ def check_session(simulation: Simulation, before_pending: set[str],
                 f"session {number}: gang {job_id} left with {staying} of minMember "
                 f"{job.min_available} after evictions")
 
-    # 7. No protected pod is evicted (its own annotation or its PodGroup's); the
-    # generated clusters set no minimum runtime (tests/framework/test_strategies.py
-    # checks it on clusters of their own).
+    # 7. No protected pod is evicted (its own annotation or its PodGroup's), nor a pod
+    # whose node is gone; the generated clusters set no minimum runtime
+    # (tests/framework/test_strategies.py checks it on clusters of their own).
     for eviction in result.evictions:
         task = cache.tasks[eviction.task]
         job = cache.jobs.get(task.job_id)
         assert task.preemptable and not (job is not None and job.spec.protected), (
             f"session {number}: protected pod {eviction.task} evicted")
+        assert task.node_name in cache.nodes, (
+            f"session {number}: pod {eviction.task} evicted from a node that is gone")
 
     # 3. Queue capability (when a quota plugin is configured).
     if QUOTA_PLUGINS & set(simulation.conf.plugin_names()):

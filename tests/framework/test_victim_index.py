@@ -101,7 +101,7 @@ def _gang_like(self: Any, actor: Any, candidates: list) -> list:
     jobs, left, out = self.session.jobs, {}, []
     for candidate in candidates:
         job = jobs[candidate.job_id]
-        ready = left.setdefault(job.uid, job.ready_task_num())
+        ready = left.setdefault(job.uid, job.live_ready_num())
         if ready != job.min_available:
             left[job.uid] = ready - 1
             out.append(candidate)
@@ -236,5 +236,5 @@ def test_a_job_placed_on_a_new_node_is_sorted_again() -> None:
         return first, _evict_for(session, RECLAIM, "want")
 
     first, (second, evicted) = _alike(objects, steps, _offerer(
-        _gang_like, lambda self, job, tasks: (job.ready_task_num(), job.min_available)))
+        _gang_like, lambda self, job, tasks: (job.live_ready_num(), job.min_available)))
     assert not first and second and len(evicted) == 1
