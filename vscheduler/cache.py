@@ -77,7 +77,9 @@ class Snapshot:
         # What changed since the snapshot this one was built from (see `vscheduler.tally`):
         # its number `serial`, the number of that earlier one `base` (0 if none: then
         # nothing is known of changes), and the uids of jobs and names of nodes copied
-        # anew or gone since. A copy handed on unchanged is not in these.
+        # anew or gone since, and of the job copies handed on with a new phase (what
+        # plugins derive from a job may read its phase). A copy handed on unchanged is
+        # not in these.
         self.serial = 0
         self.base = 0
         self.changed_jobs: list[str] = []
@@ -144,6 +146,9 @@ class Cache:
         # only (`snapshot`).
         self._job_watch: set[str] = set()
         self._node_watch: set[str] = set()
+        # The uids of jobs whose phase alone the close wrote since the last snapshot
+        # (`set_podgroup_status`): their copies stay good, and are handed on as changed.
+        self._rephased: set[str] = set()
 
     # ---------------------------------------------------------------- nodes
 
@@ -441,7 +446,10 @@ class Cache:
             return not counted
         self.generation += 1
         if job.phase != phase:
-            job.dirty = True  # (what plugins derive from a job may read its phase)
+            # The session's copy holds this phase already, and its pods are the cache's:
+            # it is handed on, but as a changed job, since what plugins derive from a
+            # job may read its phase (an admitted job holds room in its queue).
+            self._rephased.add(uid)
         job.phase = phase
         # (not dirty for the conditions: the copy that set them is handed on with these)
         job.conditions = [Condition(c.type, c.status, c.reason, c.message)
@@ -489,12 +497,13 @@ class Cache:
                 job_visits = self._job_watch.union(waited, previous.revisit, previous.closed)
             if previous.node_specs == self.node_specs:
                 node_visits = set(self._node_watch)
+        copies = _CopyOnWrite(previous, self._task_clones if reuse else {},
+                              self._job_watch if reuse else None,
+                              self._node_watch if reuse else None, set(self._rephased))
         if reuse:
             self._job_watch.clear()
             self._node_watch.clear()
-        copies = _CopyOnWrite(previous, self._task_clones if reuse else {},
-                              self._job_watch if reuse else None,
-                              self._node_watch if reuse else None)
+            self._rephased.clear()
         previous_nodes = previous.nodes if previous is not None else {}
         del previous
         visit = _JobVisit(self, queues, copies, reuse, waited)
@@ -668,10 +677,11 @@ class _CopyOnWrite:
     whose nodes must point at the right copy (`relink`)."""
 
     __slots__ = ("changed_jobs", "changed_nodes", "clones", "job_watch", "moved", "node_watch",
-                 "old_jobs", "old_nodes", "restated", "restored")
+                 "old_jobs", "old_nodes", "rephased", "restated", "restored")
 
     def __init__(self, previous: Snapshot | None, clones: dict[str, Task],
-                 job_watch: set[str] | None, node_watch: set[str] | None) -> None:
+                 job_watch: set[str] | None, node_watch: set[str] | None,
+                 rephased: set[str]) -> None:
         self.old_jobs = previous.jobs if previous else {}
         self.old_nodes = previous.nodes if previous else {}
         self.restored = previous.restored if previous else set()
@@ -684,10 +694,12 @@ class _CopyOnWrite:
         self.changed_jobs: list[str] = []
         self.changed_nodes: list[str] = []
         self.restated: list[str] = []  # (Snapshot.restated)
+        self.rephased = rephased  # (Cache._rephased)
 
     def job(self, job: Job, held_only: bool) -> tuple[Job, bool]:
         """The last snapshot's copy of `job` if still good, else a new copy; and
-        whether it is new."""
+        whether it is to be read as new (a copy handed on with a new phase is: it
+        starts with an empty memo and is among the changed jobs)."""
         clone = self.old_jobs.pop(job.uid, None)
         if clone is not None and not (clone.dirty or job.dirty) \
                 and clone.held_only == held_only:
@@ -702,6 +714,10 @@ class _CopyOnWrite:
                 clone.fit_errors = {}
             if job.uid in self.restored:
                 clone.settle()
+            if job.uid in self.rephased:
+                clone.memo = {}
+                self.changed_jobs.append(job.uid)
+                return clone, True
             return clone, False
         if clone is not None:
             self._drop(clone)

@@ -420,9 +420,38 @@ def test_a_podgroup_seen_again_with_its_written_status_is_not_copied_again():
     assert after.jobs["default/g1"].min_available == 1
 
 
-def test_a_phase_written_makes_a_new_copy():
-    """What plugins derive from a job may read its phase (an admitted job holds its
-    queue's room): a job whose phase changed is copied anew, its memo empty."""
+def test_a_phase_written_alone_hands_the_copy_on_as_changed():
+    """The close admits a gang it cannot place (Pending to Inqueue): its copy already
+    holds that phase and the cache's pods, so the next snapshot hands it on rather than
+    copying it again (a cluster's first sessions after a start would copy every waiting
+    job twice). What plugins derive from a job may read its phase, so the copy comes as
+    a changed job, its memo empty, and the sums kept between sessions count it again."""
+    big = [b.podgroup("big", 3, min_resources={"cpu": "4"}),
+           *(b.pod(f"big-{i}", "2", group="big") for i in range(3))]
+    simulation = _simulation([b.node("n1", cpu="4"), *big], "default", _CheckedCache)
+    cache = simulation.cache
+    first = cache.snapshot()
+    copy_of_first = first.jobs["default/big"]
+    assert copy_of_first.phase == "Pending"
+    simulation.run(1)  # admitted, not placed: the session's copy is Inqueue
+    assert cache.jobs["default/big"].phase == "Inqueue"
+    second = cache.snapshot()
+    job = second.jobs["default/big"]
+    assert job is copy_of_first and job.phase == "Inqueue"
+    assert "default/big" in second.changed_jobs and job.memo == {}
+    # the next session's kept sums, brought up to date, equal a recount: the queue's
+    # room held for the gang it admitted too
+    session = Session(second, simulation.conf)
+    assert_tallies_recount(second)
+    usage = second.kept["queue-usage"]
+    assert usage.serial == second.serial and usage.amount("default/big", 2).cpu == 4000
+    session.release()
+    third = cache.snapshot()  # nothing written since: handed on as it is
+    assert third.jobs["default/big"] is job and "default/big" not in third.changed_jobs
+
+
+def test_a_gang_admitted_and_bound_is_copied_anew():
+    """Its pods changed in the cache (bound), not only its phase: a new copy."""
     simulation = _simulation([b.node("n1", cpu="4"), *b.gang("train", 2, cpu="1")],
                              "default", _CheckedCache)
     cache = simulation.cache
@@ -440,7 +469,7 @@ def test_a_gang_tried_and_not_placed_is_handed_on_as_a_copy_made_anew_would_be()
     simulation = _simulation([b.node("n1", cpu="4"), *b.gang("big", 3, cpu="2")],
                              "default", _CheckedCache)
     cache = simulation.cache
-    simulation.run(1)  # admitted: its phase changed, so it is copied anew next time
+    simulation.run(1)  # admitted: its phase changed, so it counts as changed next time
     job = cache.snapshot().jobs["default/big"]
     simulation.run(1)  # two of its three pods placed, then the statement discarded
     assert job.count(S.PENDING) == 3
