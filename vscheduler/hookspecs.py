@@ -207,9 +207,10 @@ def on_session_open(session: SessionView) -> None:
       leaves a job clean only if nothing but the statement marked it;
     - what you derive from a job at open (sums over its pods, say) may be kept in
       `job.memo[your plugin's name]` and reused by the next session while the job copy
-      is the same: a copy made anew starts with an empty memo. Store beside it what else
-      the figure depends on (`session.node_specs` for the nodes' labels and capacity,
-      your arguments) and compare. Figures kept on `node.memo` must depend only on the
+      is the same: a copy made anew starts with an empty memo (so does a copy handed on
+      with a new phase, the close's). Store beside it what else the figure depends on
+      (`session.node_specs` for the nodes' labels and capacity, your arguments) and
+      compare. Figures kept on `node.memo` must depend only on the
       node's labels and allocatable, which never change for a Node object;
     - sums over every job (per queue, over the cluster) need not be counted again at
       every open: `session.tally(name, token, width, count)` keeps each job's part

@@ -3,15 +3,17 @@
 A plugin that sums what every job (or node) holds, per queue say, would recount 10,000
 jobs at every open of a busy cluster to find that ten changed. A `Tally` keeps each
 job's part and the sums per key instead; at the next open it takes away the parts of
-the jobs the snapshot copied anew or lost (`Snapshot.changed_jobs`, or `changed_nodes`)
-and adds their new parts. Everything else was handed on unchanged, so its part holds.
+the jobs the snapshot copied anew, lost or handed on with a new phase
+(`Snapshot.changed_jobs`, or `changed_nodes`) and adds their new parts. Everything else
+was handed on unchanged, so its part holds.
 
 The rule for a plugin author (also in `hookspecs.py`): the part of a job must follow
 from the job copy alone and from the tally's `token` (the arguments, the nodes' specs:
 whatever else it reads). When the token differs, when the tally was not brought up to
 date with the snapshot this one was built from, or when there is no such snapshot, the
 tally counts every job again. The session may change its job copies freely: a job
-changed in a session is copied anew for the next one and so counted again.
+changed in a session is copied anew for the next one (or, when only its phase was
+written, handed on among the changed jobs) and so counted again.
 
 Parts are `Resource` amounts, which hold whole milli units and bytes (quantities are
 rounded up to those when read, and stay whole below 2**53), so taking away what was

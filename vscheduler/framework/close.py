@@ -114,8 +114,9 @@ def _candidates(session: Session) -> list[Job] | None:
     for every job (no last close of the snapshot this one was built from, by this
     conf). Any other job is a copy handed on that the last close left settled, that
     neither the cache nor this session changed (not `dirty`), and whose phase and
-    conditions the cache still holds as that close left them (else it was copied anew,
-    or its conditions restated: `Snapshot.changed_jobs`, `Snapshot.restated`)."""
+    conditions the cache still holds as that close left them (else it was copied anew
+    or handed on with a new phase, or its conditions restated: `Snapshot.changed_jobs`,
+    `Snapshot.restated`)."""
     snapshot = session.snapshot
     last = snapshot.kept.get(MEMO_KEY)
     if (not isinstance(last, _LastClose) or not snapshot.base
@@ -139,9 +140,10 @@ def _sort_jobs(session: Session) -> list[Job]:
     sessions, with the jobs this session changed counted again).
 
     A job closes as before if its copy was handed on (neither the cache nor the last
-    session changed its tasks since the last close: a copy made anew has no memo), this
-    session did not change it (`dirty`), the cache holds the phase and conditions that
-    close left (an outside write of either is seen here), and that close left it
+    session changed its tasks or phase since the last close: a copy made anew, or
+    handed on with a new phase, has no memo), this session did not change it
+    (`dirty`), the cache holds the phase and conditions that close left (an outside
+    write of either is seen here), and that close left it
     settled, by the same conf (a reloaded one may close otherwise). A settled job's
     close depends on nothing else: without waiting tasks there are no reasons, no nodes
     to name, no time-out (a ready gang is never timed out), its phase is a fixed point
