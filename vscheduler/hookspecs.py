@@ -210,8 +210,8 @@ def on_session_open(session: SessionView) -> None:
       is the same: a copy made anew starts with an empty memo (so does a copy handed on
       with a new phase, the close's). Store beside it what else the figure depends on
       (`session.node_specs` for the nodes' labels and capacity, your arguments) and
-      compare. Figures kept on `node.memo` must depend only on the
-      node's labels and allocatable, which never change for a Node object;
+      compare. Figures kept on `node.memo` must depend only on the node's labels and
+      allocatable, which never change for a Node object;
     - sums over every job (per queue, over the cluster) need not be counted again at
       every open: `session.tally(name, token, width, count)` keeps each job's part
       (`count(job)` gives its key and amounts) and the sums per key between sessions,

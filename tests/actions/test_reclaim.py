@@ -85,16 +85,21 @@ def test_gang_is_evicted_whole_or_not_at_all():
     assert report["pipelined"] == {"default/infer": "n1"}
 
 
+def _gang_beside_a_deleted_node(min_member: int, live: int) -> list[dict]:
+    """Queue a's gang running with `live` pods on n1 (room for them alone) and one more
+    on a node that is gone; queue b's pod waiting for a CPU."""
+    return [node("n1", cpu=str(live)), queue("a"), queue("b"),
+            podgroup("train", min_member, queue="a", phase="Running"),
+            *(running(f"train-{i}", "a", "n1", group="train") for i in range(live)),
+            running(f"train-{live}", "a", "gone", group="train"),
+            pod("infer", cpu="1", queue="b")]
+
+
 def test_a_gang_with_a_pod_on_a_deleted_node_is_evicted_where_the_session_has_nodes():
     """A node deleted under a running gang leaves its pod in the gang until the pod is
     deleted too: the gang still goes whole from the nodes there are, and the pod with
     no node is neither evicted nor a crash."""
-    objects = [node("n1", cpu="3"), queue("a"), queue("b"),
-               podgroup("train", 4, queue="a", phase="Running"),
-               *(running(f"train-{i}", "a", "n1", group="train") for i in range(3)),
-               running("train-3", "a", "gone", group="train"),
-               pod("infer", cpu="1", queue="b")]
-    report = simulate(objects, CONF)
+    report = simulate(_gang_beside_a_deleted_node(4, live=3), CONF)
     assert sorted(e["pod"] for e in report["evictions"]) == [
         f"default/train-{i}" for i in range(3)]
     assert report["pipelined"] == {"default/infer": "n1"}
@@ -103,12 +108,7 @@ def test_a_gang_with_a_pod_on_a_deleted_node_is_evicted_where_the_session_has_no
 def test_a_pod_on_a_deleted_node_does_not_keep_its_gang_whole():
     """minMember 2, two pods running and one whose node is gone: taking one pod would
     leave one running, so the gang goes whole (counted as three, one could go alone)."""
-    objects = [node("n1", cpu="2"), queue("a"), queue("b"),
-               podgroup("train", 2, queue="a", phase="Running"),
-               *(running(f"train-{i}", "a", "n1", group="train") for i in range(2)),
-               running("train-2", "a", "gone", group="train"),
-               pod("infer", cpu="1", queue="b")]
-    report = simulate(objects, CONF)
+    report = simulate(_gang_beside_a_deleted_node(2, live=2), CONF)
     assert sorted(e["pod"] for e in report["evictions"]) == [
         "default/train-0", "default/train-1"]
 

@@ -140,15 +140,14 @@ def _sort_jobs(session: Session) -> list[Job]:
     sessions, with the jobs this session changed counted again).
 
     A job closes as before if its copy was handed on (neither the cache nor the last
-    session changed its tasks or phase since the last close: a copy made anew, or
-    handed on with a new phase, has no memo), this session did not change it
-    (`dirty`), the cache holds the phase and conditions that close left (an outside
-    write of either is seen here), and that close left it
-    settled, by the same conf (a reloaded one may close otherwise). A settled job's
-    close depends on nothing else: without waiting tasks there are no reasons, no nodes
-    to name, no time-out (a ready gang is never timed out), its phase is a fixed point
-    of its counts, and the gang has nothing to add to its conditions. Only the
-    candidates (`_candidates`) are looked at."""
+    session changed its tasks or phase since the last close: a copy made anew, or handed
+    on with a new phase, has no memo), this session did not change it (`dirty`), the
+    cache holds the phase and conditions that close left (an outside write of either is
+    seen here), and that close left it settled, by the same conf (a reloaded one may
+    close otherwise). A settled job's close depends on nothing else: without waiting
+    tasks there are no reasons, no nodes to name, no time-out (a ready gang is never
+    timed out), its phase is a fixed point of its counts, and the gang has nothing to
+    add to its conditions. Only the candidates (`_candidates`) are looked at."""
     result = session.result
     queues = result.queues
     held = session.held_at_open
