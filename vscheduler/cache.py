@@ -499,11 +499,11 @@ class Cache:
                 node_visits = set(self._node_watch)
         copies = _CopyOnWrite(previous, self._task_clones if reuse else {},
                               self._job_watch if reuse else None,
-                              self._node_watch if reuse else None, set(self._rephased))
+                              self._node_watch if reuse else None, self._rephased)
         if reuse:
             self._job_watch.clear()
             self._node_watch.clear()
-            self._rephased.clear()
+            self._rephased = set()  # (the copies read the last one)
         previous_nodes = previous.nodes if previous is not None else {}
         del previous
         visit = _JobVisit(self, queues, copies, reuse, waited)
