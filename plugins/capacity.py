@@ -370,14 +370,14 @@ class CapacityPlugin(QueueUsage, Plugin):
         assert tree is not None
         return (name, *reversed(tree.ancestors.get(name, ())))
 
-    def _up(self, name: str, levels: int) -> str | None:
-        """The ancestor `levels` up from `name` (1: its parent), never root."""
+    def _near(self, name: str) -> list[str]:
+        """`name`'s ancestors from its parent up, at most `ancestorReclaimLevel` of them,
+        never root. (Sliced, not counted up to the argument: a conf may ask for a
+        billion levels of a tree a few deep.)"""
         assert self.tree is not None
         ancestors = self.tree.ancestors.get(name, ())
-        if levels > len(ancestors):
-            return None
-        found = ancestors[-levels]
-        return None if found == ROOT else found
+        near = ancestors[max(len(ancestors) - self.level, 0):]
+        return [a for a in reversed(near) if a != ROOT]
 
     # ---------------------------------------------------------------- order
 
@@ -633,10 +633,8 @@ class CapacityPlugin(QueueUsage, Plugin):
         if over is None:
             return None
         if self.tree is not None:
-            for levels in range(1, self.level + 1):
-                ancestor = self._up(queue.name, levels)
-                if ancestor is not None and _over_on_every_resource(
-                        self.queue_figures[ancestor], task.resreq) is None:
+            for ancestor in self._near(queue.name):
+                if _over_on_every_resource(self.queue_figures[ancestor], task.resreq) is None:
                     return None
         if not over:
             return f"queue {queue.name} may not reclaim: the task asks for no resources"
@@ -736,8 +734,7 @@ class CapacityPlugin(QueueUsage, Plugin):
         up, root aside; else nothing."""
         if self.tree is None or not self.level:
             return set()
-        found = (self._up(name, levels) for levels in range(1, self.level + 1))
-        return {a for a in found if a is not None}
+        return set(self._near(name))
 
     def _ancestor_gates(self, victim: str, reclaimer: str) -> list[str]:
         """The victim queue's ancestors up to N levels up (`ancestorReclaimLevel`) that
@@ -745,8 +742,7 @@ class CapacityPlugin(QueueUsage, Plugin):
         if self.tree is None or not self.level:
             return []
         theirs = set(self.tree.ancestors.get(reclaimer, ()))
-        return [a for a in (self._up(victim, levels) for levels in range(1, self.level + 1))
-                if a is not None and a not in theirs]
+        return [a for a in self._near(victim) if a not in theirs]
 
     @staticmethod
     def _over_deserved(allocated: Resource, deserved: Resource, request: Resource) -> bool:

@@ -444,6 +444,17 @@ def test_volcano_ancestor_reclaim_cases(level: int, with_priority: bool,
     check(report, **expected)
 
 
+@pytest.mark.parametrize(("level", "with_priority", "objects", "expected"),
+                         [case for case in ANCESTOR_CASES if case.values[0]])
+def test_an_ancestor_level_past_the_tree_is_the_whole_tree(
+        level: int, with_priority: bool, objects: list[dict[str, Any]],
+        expected: dict[str, Any]):
+    """A billion levels up is every ancestor, found at once (it once counted up to the
+    argument in every reclaim check, and a session never ended)."""
+    whole = simulate(objects, hierarchy_conf(64, with_priority))
+    assert simulate(objects, hierarchy_conf(10**9, with_priority)) == whole
+
+
 # --------------------------------------------------------------------------- Volcano's
 # Test_buildHierarchicalQueueAttrs_nilSafety
 
