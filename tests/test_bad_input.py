@@ -233,6 +233,19 @@ def test_aliases_cannot_nest_a_document_beyond_the_limit():
     assert isinstance(documents[2], TextError)  # a list that contains itself
 
 
+def test_aliases_cannot_expand_a_document_beyond_a_million_values():
+    # 1,001 values, then a thousand aliases to them: a million and more once followed,
+    # from a few kilobytes (readers of pod specs follow every one).
+    values = "[" + ", ".join(["x"] * 1001) + "]"
+    many = "[" + ", ".join(["*v"] * 1000) + "]"
+    text = f"v: &v {values}\nmany: {many}\n---\nkind: Node\n---\nv: &v {values}\nfew: [*v, *v]\n"
+    first, second, third = load_yaml_documents(text)
+    assert isinstance(first, TextError)
+    assert str(first) == "line 1: more than 1,000,000 values once its aliases are followed"
+    assert second == {"kind": "Node"}
+    assert third["few"] == [["x"] * 1001] * 2
+
+
 def test_an_integer_python_cannot_convert_skips_its_document_only():
     text = "a: " + "9" * 5000 + "\n---\nb: 1\n"
     first, second = load_yaml_documents(text)

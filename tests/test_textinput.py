@@ -232,6 +232,23 @@ def test_deep_nesting_is_refused_on_the_libyaml_path_without_composing(depth, mo
     assert len(composed) == (2 if _libyaml_reads(depth) else 0)
 
 
+@pytest.mark.parametrize("inside", [
+    "x",
+    "'a]b', 'it''s ]', \"c\\\"]d\", {k: '}'}",
+    "a#b, # ]]]} a comment\n  y",
+    "don't, a\"b, [q]",
+], ids=["plain", "quoted", "comment", "quote marks in plain text"])
+def test_flow_collections_thousands_deep_are_passed_over_and_the_text_read_on(inside):
+    # The pure-Python scanner rechecks every open bracket at each token (60,000 took
+    # minutes): past a thousand, a collection's content is passed over as text, its
+    # brackets matched outside quotes and comments; the documents after it are read.
+    deep = "[" * 30_000 + inside + "]" * 30_000
+    text = f"a: 1\n---\nb: {deep}\n---\nkind: Node\n"
+    assert _same_both_ways(text) == ["{'a': 1}",
+                                     "TextError('line 3: nested more than 100 levels deep')",
+                                     "{'kind': 'Node'}"]
+
+
 def test_the_limit_is_exact_on_both_paths():
     ok = "[" * 99 + "x" + "]" * 99      # 100 levels: 99 lists and the scalar
     deep = "[" * 100 + "x" + "]" * 100  # 101 levels
@@ -272,6 +289,7 @@ YAML_TESTS = [
     test_bad_input.test_a_file_that_is_not_yaml_is_one_line_and_exit_2,
     test_bad_input.test_a_nested_manifest_document_is_skipped_and_the_others_load,
     test_bad_input.test_aliases_cannot_nest_a_document_beyond_the_limit,
+    test_bad_input.test_aliases_cannot_expand_a_document_beyond_a_million_values,
     test_bad_input.test_an_integer_python_cannot_convert_skips_its_document_only,
 ]
 

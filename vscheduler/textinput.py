@@ -5,7 +5,9 @@ Python's parsers recurse once per level of nesting: a few thousand brackets in a
 annotation (`[[[[...]]]]`) raise `RecursionError`, which no caller expects, at every
 session that reads it. So nesting is measured here *before* anything recursive sees the
 text: JSON by a scan of its brackets, YAML while its nodes are composed (and again over
-the composed graph, since aliases can nest a document more deeply than its text does).
+the composed graph, since aliases can nest a document more deeply than its text does,
+and make a few kilobytes hold billions of values). What is nested far too deeply for
+any limit is passed over as text, unparsed (`MAX_FLOW_LEVEL`).
 YAML is read by libyaml when PyYAML has it (a large manifest about six times faster),
 with the same results as the pure-Python reader: see the YAML section.
 Everything refused is a `TextError` with a message for the user; callers turn it into
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import reprlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -136,6 +139,16 @@ LIBYAML = CParser is not None
 # pure-Python reader's): 10,000 levels compose on a main thread's stack and 100,000
 # overflow it; a thousand stays far from that on any thread.
 LIBYAML_MAX_DEPTH = 1000
+# Flow collections (`[`, `{`) open at once, past which the text is not read on. libyaml
+# stops there itself; the pure-Python scanner checks every open one at each token, so
+# 10,000 brackets cost it 16 s and 60,000 minutes, long before its composer could skip
+# them.
+MAX_FLOW_LEVEL = 1000
+# The nodes a document may hold once its aliases are followed (a node reached twice
+# counted twice). Readers of the values follow them, and a few kilobytes of aliases to
+# aliases make billions: 300 aliases three deep kept a pod's affinity terms read for
+# seconds per session. The largest object the API server stores holds far fewer.
+MAX_EXPANDED_NODES = 1_000_000
 
 
 class _Composer(yaml.SafeLoader):
@@ -162,6 +175,13 @@ class _Composer(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        super().fetch_flow_collection_start(token_class)
+        if self.flow_level >= MAX_FLOW_LEVEL > self.max_depth:
+            # Too deep for any caller's limit: what it holds is passed over as text, so
+            # that it reads as empty (the composer refuses the document all the same).
+            self.forward(_flow_content_length(self.buffer, self.pointer))
+
     def compose_scalar_node(self, anchor: Any) -> Node:
         event = self.peek_event()
         if event.tag == "!" and event.value == "" and event.style is None:
@@ -179,6 +199,42 @@ class _Composer(yaml.SafeLoader):
         return ScalarNode("tag:yaml.org,2002:null", "", first.start_mark, first.end_mark)
 
 
+# In flow context a bracket outside quotes and comments opens or closes a collection
+# (a plain scalar there may hold none).
+_FLOW_MARK = re.compile(r"""[\[\]{}'"#\0]""")
+_SPACE = " \t\n\r"
+_TOKEN_BEFORE = _SPACE + "[{,:?"  # what a quoted scalar may follow (elsewhere, a quote is text)
+_QUOTED_END = {"'": re.compile(r"(?:[^']|'')*'"), '"': re.compile(r'(?:[^"\\]|\\.)*"', re.S)}
+
+
+def _flow_content_length(text: str, start: int) -> int:
+    """How many characters of `text` from `start` (just inside an open flow collection)
+    come before the bracket that closes it: a loop over brackets, quotes and comments.
+    Text that never closes it runs to the end, for the parser to refuse."""
+    depth, at = 1, start
+    while True:
+        found = _FLOW_MARK.search(text, at)
+        if found is None:
+            return len(text) - start
+        mark, at = found.group(), found.end()
+        if mark in "[{":
+            depth += 1
+        elif mark in "]}":
+            depth -= 1
+            if not depth:
+                return found.start() - start
+        elif mark in "'\"" and text[found.start() - 1] in _TOKEN_BEFORE:
+            quoted = _QUOTED_END[mark].match(text, at)
+            if quoted is None:
+                return len(text) - start
+            at = quoted.end()
+        elif mark == "#" and text[found.start() - 1] in _SPACE:
+            end = text.find("\n", at)
+            at = len(text) if end < 0 else end
+        elif mark == "\0":
+            return found.start() - start
+
+
 def _nested_message(line: int, max_depth: int) -> str:
     return f"line {line + 1}: nested more than {max_depth} levels deep"
 
@@ -194,30 +250,38 @@ def _skip_collection(get_event: Callable[[], Event], first: Event) -> None:
             open_collections -= 1
 
 
-def _too_deep(root: Node, limit: int) -> bool:
-    """Whether the composed graph nests deeper than `limit`, counting through aliases
-    (a node reached twice is measured once), or refers to itself. A loop, no recursion."""
+def _alias_problem(root: Node, limit: int) -> str | None:
+    """What is wrong with a composed graph that has aliases, counting through them (a
+    node reached twice is measured once): nesting deeper than `limit`, referring to
+    itself, or more than `MAX_EXPANDED_NODES` nodes once followed. A loop, no
+    recursion."""
     heights: dict[int, int] = {}
+    sizes: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
+    deep = f"nested more than {limit} levels deep (through aliases)"
     while stack:
         node, finished = stack.pop()
         key = id(node)
         if finished:
             on_path.discard(key)
-            height = 1 + max((heights[id(c)] for c in _children(node)), default=0)
+            children = _children(node)
+            height = 1 + max((heights[id(c)] for c in children), default=0)
             if height > limit:
-                return True
-            heights[key] = height
+                return deep
+            size = 1 + sum(sizes[id(c)] for c in children)
+            if size > MAX_EXPANDED_NODES:
+                return f"more than {MAX_EXPANDED_NODES:,} values once its aliases are followed"
+            heights[key], sizes[key] = height, size
             continue
         if key in heights:
             continue
         if key in on_path:
-            return True  # an alias to an enclosing node: endless nesting
+            return deep  # an alias to an enclosing node: endless nesting
         on_path.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in heights)
-    return False
+    return None
 
 
 def _children(node: Node) -> list[Node]:
@@ -244,9 +308,9 @@ def _document(node: Node | None, max_depth: int, aliased: bool,
     earlier, as a syntax error)."""
     if node is None:
         return None
-    if aliased and _too_deep(node, max_depth):
-        return TextError(f"line {node.start_mark.line + 1}: nested more than "
-                         f"{max_depth} levels deep (through aliases)")
+    problem = _alias_problem(node, max_depth) if aliased else None
+    if problem is not None:
+        return TextError(f"line {node.start_mark.line + 1}: {problem}")
     try:
         return _construct(node)
     except yaml.YAMLError as err:  # e.g. a tag no safe constructor knows
