@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from vscheduler import cli
+from vscheduler import cli, registry
 from vscheduler.conf import ConfError, PluginOption, SchedulerConf, load_conf, parse_conf
 from vscheduler.hookspecs import ENABLE_FLAGS
 
+ROOT = Path(__file__).parent.parent
 SOURCE = "volcano-scheduler.conf"
 
 GOOD = """\
@@ -502,3 +503,51 @@ def test_cli_nested_conf_exits_2_with_one_line(tmp_path: Path,
     assert code == 2 and out == ""
     assert err == (f"vscheduler: bad conf: {conf_path}: not valid YAML: line 1: nested more "
                    "than 100 levels deep\n")
+
+
+def _numeric_arguments() -> list[tuple[str, str, str, type]]:
+    """(plugins or actions, name, a key, int or float) for every numeric argument of
+    every installed plugin and action (a `.*` key as one key it accepts)."""
+    found = []
+    for group, load in ((registry.PLUGINS_GROUP, registry.load_plugin),
+                        (registry.ACTIONS_GROUP, registry.load_action)):
+        for name in registry.installed(group):
+            for argument in getattr(load(name), "arguments", ()):
+                if argument.type in (int, float):
+                    key = argument.key.replace(".*", ".nvidia.com/gpu")
+                    found.append((group.rsplit(".", 1)[1], name, key, argument.type))
+    return found
+
+
+def _conf_with(kind: str, name: str, key: str, value: str) -> str:
+    """A conf with every action, and `value` for `key` of plugin or action `name`."""
+    plugins = ["gang", "predicates", "proportion"]
+    entry = f"{{name: {name}, arguments: {{{key!r}: {value}}}}}" if kind == "plugins" \
+        else None
+    tier = [f"{{name: {p}}}" for p in plugins if p != name] + ([entry] if entry else [])
+    text = ('actions: "enqueue, allocate, backfill, reclaim, preempt"\n'
+            f"tiers:\n- plugins: [{', '.join(tier)}]\n")
+    if kind == "actions":
+        text += f"configurations:\n- {{name: {name}, arguments: {{{key!r}: {value}}}}}\n"
+    return text
+
+
+@pytest.mark.parametrize(("kind", "name", "key", "kind_of_number"), _numeric_arguments(),
+                         ids=lambda value: getattr(value, "__name__", str(value)))
+def test_a_numeric_argument_of_any_size_is_refused_or_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, name: str, key: str,
+        kind_of_number: type) -> None:
+    """A weight or factor of 400 digits once ended the session (a float conversion that
+    overflowed) or the conf's reading; a level of a billion kept reclaim looping. Past
+    what a number of its type holds, it is a bad conf; up to that, the sessions run."""
+    example = "topology" if name == "network-topology-aware" else "tidal"
+    manifest = ROOT / "examples" / f"{example}.yaml"
+    conf_path = tmp_path / "scheduler.conf"
+    conf_path.write_text(_conf_with(kind, name, key, "1" + "0" * 400))
+    assert cli.main(["simulate", str(manifest), "--conf", str(conf_path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and key in err, err
+    largest = "9223372036854775807" if kind_of_number is int else "1.0e+308"
+    conf_path.write_text(_conf_with(kind, name, key, largest))
+    assert cli.main(["simulate", str(manifest), "--conf", str(conf_path),
+                     "--sessions", "2"]) == 0

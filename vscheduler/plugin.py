@@ -21,6 +21,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vscheduler.textinput import brief
+
 if TYPE_CHECKING:
     from vscheduler.framework.session import Session
     from vscheduler.hookspecs import SessionView
@@ -32,6 +34,10 @@ __all__ = ["Action", "Argument", "ArgumentError", "ChoiceArgument", "LimitArgume
 class ArgumentError(ValueError):
     """An argument of the wrong type or value."""
 
+
+# Integers a plugin multiplies scores by or counts with: what a Kubernetes integer
+# holds (a weight of 400 digits would end the session converting it to a float).
+INT_LIMIT = 2**63
 
 _TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                dict: "a map", list: "a list"}
@@ -47,9 +53,13 @@ def _number(raw: Any) -> float | None:
             raw = float(raw)
         except ValueError:
             return None
-    if isinstance(raw, int | float) and math.isfinite(raw):
-        return float(raw)
-    return None
+    if not isinstance(raw, int | float):
+        return None
+    try:
+        number = float(raw)
+    except OverflowError:  # an integer of more than 308 digits
+        return None
+    return number if math.isfinite(number) else None
 
 
 class Argument:
@@ -81,7 +91,9 @@ class Argument:
                 return raw.lower() == "true"
         elif kind is int:
             if isinstance(raw, int) and not isinstance(raw, bool):
-                return raw
+                if abs(raw) < INT_LIMIT:
+                    return raw
+                raise ArgumentError(f"must be an integer of 64 bits, got {brief(raw)}")
         elif kind is float:
             number = _number(raw)
             if number is not None:
@@ -94,7 +106,7 @@ class Argument:
                 return dict(raw)
         elif kind is list and isinstance(raw, list):
             return raw
-        raise ArgumentError(f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {raw!r}")
+        raise ArgumentError(f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {brief(raw)}")
 
 
 class ChoiceArgument(Argument):
@@ -113,7 +125,7 @@ class ChoiceArgument(Argument):
             for choice in self.choices:
                 if raw.lower() == choice.lower():
                     return choice
-        raise ArgumentError(f"must be one of {', '.join(self.choices)}, got {raw!r}")
+        raise ArgumentError(f"must be one of {', '.join(self.choices)}, got {brief(raw)}")
 
 
 class LimitArgument(Argument):
@@ -132,7 +144,7 @@ class LimitArgument(Argument):
             return None
         value = super().convert(raw)
         if value < self.minimum:
-            raise ArgumentError(f"must be at least {self.minimum:g}, got {raw!r}")
+            raise ArgumentError(f"must be at least {self.minimum:g}, got {brief(raw)}")
         return value
 
 
