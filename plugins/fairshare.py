@@ -45,6 +45,9 @@ HISTORY = "elastic.gpu/usage-history"
 KEPT = "fairshare.history"
 # The history is written again once it moves by this much (a share of the cluster).
 WRITE_STEP = 0.01
+# The times a history stamp can name: datetime's first and last seconds.
+_EARLIEST = datetime.min.replace(tzinfo=UTC).timestamp()
+_LATEST = datetime.max.replace(microsecond=0, tzinfo=UTC).timestamp()
 
 
 class History:
@@ -113,7 +116,10 @@ class FairSharePlugin(Plugin):
         if isinstance(written, tuple) and abs(written[0] - value) < WRITE_STEP \
                 and abs(written[1] - held) < WRITE_STEP:
             return
-        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # (a clock past datetime's last year, from a `--now` near it or a long
+        # `--session-interval`, writes that year's last second)
+        at = min(max(now, _EARLIEST), _LATEST)
+        stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.session.result.queue_annotations.setdefault(queue.name, {})[HISTORY] = \
             json.dumps({"share": round(value, 6), "held": round(held, 6), "at": stamp},
                        sort_keys=True)

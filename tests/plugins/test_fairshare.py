@@ -101,6 +101,24 @@ def test_the_history_survives_a_restart_through_the_queue_annotation():
                for e in broken.report.as_dict()["events"])
 
 
+def test_a_clock_past_the_last_year_a_date_holds_stamps_its_last_second():
+    """Sessions a year apart from the end of 9999 (`--now`, `--session-interval`): the
+    history is written at datetime's last second, not a crash at year 10000; read back,
+    it moves on from there."""
+    simulation = Simulation(parse_conf(conf(), "test"), now=253402300000.0,
+                            session_seconds=365 * 86400.0)
+    simulation.load([(f"test#{i}", obj) for i, obj in
+                     enumerate([*cluster(), *gang("old", "a")])])
+    simulation.run(3)
+    written = simulation.report.as_dict()["queues"]["a"]["annotations"][HISTORY]
+    assert json.loads(written)["at"] == "9999-12-31T23:59:59Z"
+    again = Simulation(parse_conf(conf(), "test"), now=253402300000.0 + 3 * 365 * 86400.0)
+    again.load([(f"test#{i}", obj) for i, obj in
+                enumerate([*cluster({"a": written}), *gang("a1", "a"), *gang("b1", "b")])])
+    again.run(1)
+    assert winner(again) == "b"
+
+
 def test_the_history_moves_toward_what_is_held_by_half_each_half_life():
     assert _moved(0.0, 3600.0, 3600.0, 1.0) == pytest.approx(0.5)
     assert _moved(1.0, 7200.0, 3600.0, 0.0) == pytest.approx(0.25)
