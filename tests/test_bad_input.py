@@ -42,6 +42,20 @@ def test_bad_quantity_skips_that_pod_only():
     assert "resource cpu" in message and "'two' is not a quantity" in message
 
 
+@pytest.mark.parametrize(("phase", "node_name", "words"), [
+    ("pending", None, "status.phase: 'pending' is not a pod phase"),
+    ("Bogus", "n1", "status.phase: 'Bogus' is not a pod phase"),
+    ("Running", None, "status.phase: Running, with no spec.nodeName"),
+])
+def test_a_pod_phase_no_pod_has_skips_that_pod_with_a_warning(phase, node_name, words):
+    # Such a pod was neither scheduled nor explained (a typo), or counted against its
+    # queue while holding no node (Running nowhere); the good pods are bound.
+    report = simulate([node("n1", cpu="2"), pod("odd", phase=phase, node_name=node_name),
+                       pod("good-0"), pod("good-1")], CONF)
+    assert report["binds"] == {"default/good-0": "n1", "default/good-1": "n1"}
+    assert words in _warnings(report)["Pod/default/odd"]
+
+
 def test_bad_node_is_skipped_and_others_used():
     broken = node("broken", cpu="lots")
     report = simulate([broken, node("fine"), pod("p")], CONF)

@@ -580,10 +580,24 @@ def read_pod_network_topology(annotations: dict[str, str]) -> NetworkTopology | 
                            highest if highest is not None and highest >= 0 else None)
 
 
+# The phases the API server lets a pod have.
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
 def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     namespace, name, meta = metadata(obj)
     spec = _map(obj.get("spec"), "spec")
     status = _map(obj.get("status"), "status")
+    phase = _text(status.get("phase"), "status.phase", "Pending")
+    if phase not in POD_PHASES:
+        # (a manifest's typo, `pending` say: it would be neither scheduled nor explained)
+        raise BadObject(f"status.phase: {brief(phase)} is not a pod phase "
+                        f"({', '.join(POD_PHASES)})")
+    node_name = _text(spec.get("nodeName"), "spec.nodeName", "")
+    if phase == "Running" and not node_name:
+        # (only a kubelet sets Running, on its node: such a pod would count against its
+        # queue and hold no node's room)
+        raise BadObject("status.phase: Running, with no spec.nodeName")
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     labels = _labels(meta)
     owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
@@ -608,7 +622,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         annotations=annotations,
         labels=labels,
         creation=creation_of(obj, creation_fallback),
-        phase=_text(status.get("phase"), "status.phase", "Pending"),
+        phase=phase,
         priority=_int(spec.get("priority"), "spec.priority"),
         priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
         preemption_policy=_text(spec.get("preemptionPolicy"), "spec.preemptionPolicy", ""),
@@ -635,7 +649,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     return ParsedPod(
         pod=pod,
         resreq=pod_request(spec),
-        node_name=_text(spec.get("nodeName"), "spec.nodeName", ""),
+        node_name=node_name,
         deleting=bool(meta.get("deletionTimestamp")),
         group=group,
         role=role,
