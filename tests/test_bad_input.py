@@ -219,6 +219,31 @@ def test_a_nested_card_request_refuses_that_job_only():
     assert any("volcano.sh/card.request" in m and "nested more than" in m for m in messages)
 
 
+def test_list_items_are_read_and_what_is_no_object_is_a_warning(tmp_path, capsys):
+    # `kubectl get -o yaml` writes a List; one inside another is read too (it was
+    # dropped whole), and an item or document that is no object is named, not dropped
+    # unsaid.
+    manifest = tmp_path / "cluster.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- {apiVersion: v1, kind: Node, metadata: {name: n1},"
+        " status: {allocatable: {cpu: '8', memory: 8Gi, pods: '10'}}}\n"
+        "- not an object\n"
+        "- {apiVersion: v1, kind: PodList, items: [{apiVersion: v1, kind: Pod,"
+        " metadata: {name: inner}, spec: {schedulerName: vscheduler, containers: [{name: c}]}},"
+        " 7]}\n"
+        "- {apiVersion: v1, kind: Pod, metadata: {name: after},"
+        " spec: {schedulerName: vscheduler, containers: [{name: c}]}}\n"
+        "---\n- a list is no object either\n")
+    assert main(["simulate", str(manifest), "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(report["binds"]) == ["default/after", "default/inner"]
+    warned = [e["message"] for e in report["events"] if e["reason"] == "BadManifest"]
+    assert sorted(warned) == sorted(
+        f"{manifest}#{where}: not a Kubernetes object, skipped"
+        for where in ("0.items[1]", "0.items[2].items[1]", "1"))
+
+
 def test_a_nested_manifest_document_is_skipped_and_the_others_load(tmp_path, capsys):
     manifest = tmp_path / "cluster.yaml"
     manifest.write_text(

@@ -83,15 +83,8 @@ def load_manifests(paths: Iterable[str]) -> Manifests:
                 if isinstance(doc, TextError):
                     found.problems.append(Event(f"File/{name}", "Warning", "BadManifest",
                                                 f"{where}: {doc}; document skipped"))
-                elif not isinstance(doc, dict):
-                    found.problems.append(Event(f"File/{name}", "Warning", "BadManifest",
-                                                f"{where}: not a Kubernetes object, skipped"))
-                elif (str(doc.get("kind", "")).endswith("List")
-                      and isinstance(doc.get("items"), list)):
-                    objects.extend((f"{where}.items[{i}]", item) for i, item in
-                                   enumerate(doc["items"]) if isinstance(item, dict))
                 else:
-                    objects.append((where, doc))
+                    _add_object(name, where, doc, objects, found.problems)
         except TextError as err:
             raise ManifestError(f"{name}: not valid YAML: {err}") from None
         found.objects.extend(objects)
@@ -99,6 +92,23 @@ def load_manifests(paths: Iterable[str]) -> Manifests:
         if note:
             found.notes.append(note)
     return found
+
+
+def _add_object(name: str, where: str, doc: Any, objects: list[tuple[str, dict]],
+                problems: list[Event]) -> None:
+    """`doc` into `objects`, the items of a `List` kind (of Lists too) in its place; with
+    a Warning for what is not an object."""
+    todo = [(where, doc)]
+    while todo:
+        where, doc = todo.pop()
+        if not isinstance(doc, dict):
+            problems.append(Event(f"File/{name}", "Warning", "BadManifest",
+                                  f"{where}: not a Kubernetes object, skipped"))
+        elif str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+            todo.extend(reversed([(f"{where}.items[{i}]", item)
+                                  for i, item in enumerate(doc["items"])]))
+        else:
+            objects.append((where, doc))
 
 
 def _unread_note(name: str, objects: list[dict]) -> str | None:
