@@ -250,7 +250,7 @@ def test_a_nested_manifest_document_is_skipped_and_the_others_load(tmp_path, cap
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
         "status: {allocatable: {cpu: '2', memory: 2Gi, pods: '10'}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: "
-        + _nested_list_text(DEEP) + "\n---\n"
+        + _nested_list_text(500) + "\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
         "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
     assert main(["simulate", str(manifest), "--output", "json"]) == 0
@@ -260,6 +260,17 @@ def test_a_nested_manifest_document_is_skipped_and_the_others_load(tmp_path, cap
     assert warning["object"] == f"File/{manifest}"
     assert warning["message"] == (f"{manifest}#1: line 9: nested more than 100 levels deep; "
                                   "document skipped")
+
+
+def test_a_manifest_nested_thousands_deep_is_one_line_and_exit_2(tmp_path, capsys):
+    # Past a thousand levels neither YAML reader goes on (see textinput.MAX_FLOW_LEVEL).
+    manifest = tmp_path / "cluster.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\nspec: "
+                        + _nested_list_text(DEEP) + "\n")
+    assert main(["simulate", str(manifest)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"vscheduler: {manifest}: not valid YAML: line 5: nested "
+                                 "more than 100 levels deep\n")
 
 
 def test_aliases_cannot_nest_a_document_beyond_the_limit():

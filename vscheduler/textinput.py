@@ -6,8 +6,8 @@ annotation (`[[[[...]]]]`) raise `RecursionError`, which no caller expects, at e
 session that reads it. So nesting is measured here *before* anything recursive sees the
 text: JSON by a scan of its brackets, YAML while its nodes are composed (and again over
 the composed graph, since aliases can nest a document more deeply than its text does,
-and make a few kilobytes hold billions of values). What is nested far too deeply for
-any limit is passed over as text, unparsed (`MAX_FLOW_LEVEL`).
+and make a few kilobytes hold billions of values). Text nested far too deeply for any
+limit is refused from there on (`MAX_FLOW_LEVEL`).
 YAML is read by libyaml when PyYAML has it (a large manifest about six times faster),
 with the same results as the pure-Python reader: see the YAML section.
 Everything refused is a `TextError` with a message for the user; callers turn it into
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import reprlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -139,10 +138,10 @@ LIBYAML = CParser is not None
 # pure-Python reader's): 10,000 levels compose on a main thread's stack and 100,000
 # overflow it; a thousand stays far from that on any thread.
 LIBYAML_MAX_DEPTH = 1000
-# Flow collections (`[`, `{`) open at once, past which the text is not read on. libyaml
-# stops there itself; the pure-Python scanner checks every open one at each token, so
-# 10,000 brackets cost it 16 s and 60,000 minutes, long before its composer could skip
-# them.
+# Flow collections (`[`, `{`) open at once, past which the text is not read on (libyaml
+# 0.2.5 and later stop there too): the pure-Python scanner checks every open one at each
+# token, so 10,000 brackets cost it 16 s and 60,000 minutes, long before its composer
+# could skip them.
 MAX_FLOW_LEVEL = 1000
 # The nodes a document may hold once its aliases are followed (a node reached twice
 # counted twice). Readers of the values follow them, and a few kilobytes of aliases to
@@ -176,11 +175,12 @@ class _Composer(yaml.SafeLoader):
             self.depth -= 1
 
     def fetch_flow_collection_start(self, token_class: Any) -> None:
-        super().fetch_flow_collection_start(token_class)
         if self.flow_level >= MAX_FLOW_LEVEL > self.max_depth:
-            # Too deep for any caller's limit: what it holds is passed over as text, so
-            # that it reads as empty (the composer refuses the document all the same).
-            self.forward(_flow_content_length(self.buffer, self.pointer))
+            # Too deep for any caller's limit, and where the document ends cannot be
+            # found without scanning on: the rest of the text is refused, as libyaml
+            # refuses it.
+            raise TextError(self.too_deep or _nested_message(self.line, self.max_depth))
+        super().fetch_flow_collection_start(token_class)
 
     def compose_scalar_node(self, anchor: Any) -> Node:
         event = self.peek_event()
@@ -197,42 +197,6 @@ class _Composer(yaml.SafeLoader):
             self.too_deep = _nested_message(first.start_mark.line, self.max_depth)
         _skip_collection(self.get_event, first)
         return ScalarNode("tag:yaml.org,2002:null", "", first.start_mark, first.end_mark)
-
-
-# In flow context a bracket outside quotes and comments opens or closes a collection
-# (a plain scalar there may hold none).
-_FLOW_MARK = re.compile(r"""[\[\]{}'"#\0]""")
-_SPACE = " \t\n\r"
-_TOKEN_BEFORE = _SPACE + "[{,:?"  # what a quoted scalar may follow (elsewhere, a quote is text)
-_QUOTED_END = {"'": re.compile(r"(?:[^']|'')*'"), '"': re.compile(r'(?:[^"\\]|\\.)*"', re.S)}
-
-
-def _flow_content_length(text: str, start: int) -> int:
-    """How many characters of `text` from `start` (just inside an open flow collection)
-    come before the bracket that closes it: a loop over brackets, quotes and comments.
-    Text that never closes it runs to the end, for the parser to refuse."""
-    depth, at = 1, start
-    while True:
-        found = _FLOW_MARK.search(text, at)
-        if found is None:
-            return len(text) - start
-        mark, at = found.group(), found.end()
-        if mark in "[{":
-            depth += 1
-        elif mark in "]}":
-            depth -= 1
-            if not depth:
-                return found.start() - start
-        elif mark in "'\"" and text[found.start() - 1] in _TOKEN_BEFORE:
-            quoted = _QUOTED_END[mark].match(text, at)
-            if quoted is None:
-                return len(text) - start
-            at = quoted.end()
-        elif mark == "#" and text[found.start() - 1] in _SPACE:
-            end = text.find("\n", at)
-            at = len(text) if end < 0 else end
-        elif mark == "\0":
-            return found.start() - start
 
 
 def _nested_message(line: int, max_depth: int) -> str:
