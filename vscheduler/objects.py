@@ -589,11 +589,12 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     spec = _map(obj.get("spec"), "spec")
     status = _map(obj.get("status"), "status")
     phase = _text(status.get("phase"), "status.phase", "Pending")
-    if phase not in POD_PHASES:
-        # (a manifest's typo, `pending` say: it would be neither scheduled nor explained)
+    node_name = _text(spec.get("nodeName"), "spec.nodeName", "")
+    if phase not in POD_PHASES and not node_name:
+        # (a manifest's typo, `pending` say: it would be neither scheduled nor explained;
+        # one on a node holds its room there, Unknown, as in Volcano)
         raise BadObject(f"status.phase: {brief(phase)} is not a pod phase "
                         f"({', '.join(POD_PHASES)})")
-    node_name = _text(spec.get("nodeName"), "spec.nodeName", "")
     if phase == "Running" and not node_name:
         # (only a kubelet sets Running, on its node: such a pod would count against its
         # queue and hold no node's room)
