@@ -37,7 +37,7 @@ class ArgumentError(ValueError):
 
 # Integers a plugin multiplies scores by or counts with: what a Kubernetes integer
 # holds (a weight of 400 digits would end the session converting it to a float).
-INT_LIMIT = 2**63
+INT_LIMIT = 2**63  # (an int64 holds -2**63 up to 2**63 - 1)
 
 _TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                dict: "a map", list: "a list"}
@@ -91,7 +91,7 @@ class Argument:
                 return raw.lower() == "true"
         elif kind is int:
             if isinstance(raw, int) and not isinstance(raw, bool):
-                if abs(raw) < INT_LIMIT:
+                if -INT_LIMIT <= raw < INT_LIMIT:
                     return raw
                 raise ArgumentError(f"must be an integer of 64 bits, got {brief(raw)}")
         elif kind is float:

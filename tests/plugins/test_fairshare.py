@@ -103,8 +103,8 @@ def test_the_history_survives_a_restart_through_the_queue_annotation():
 
 def test_a_clock_past_the_last_year_a_date_holds_stamps_its_last_second():
     """Sessions a year apart from the end of 9999 (`--now`, `--session-interval`): the
-    history is written at datetime's last second, not a crash at year 10000; read back,
-    it moves on from there."""
+    history is written at datetime's last second, not a crash at year 10000; a
+    scheduler started later reads it back, and the queue that held the cluster yields."""
     simulation = Simulation(parse_conf(conf(), "test"), now=253402300000.0,
                             session_seconds=365 * 86400.0)
     simulation.load([(f"test#{i}", obj) for i, obj in
