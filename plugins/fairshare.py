@@ -119,7 +119,9 @@ class FairSharePlugin(Plugin):
         # (a clock past datetime's last year, from a `--now` near it or a long
         # `--session-interval`, writes that year's last second)
         at = min(max(now, _EARLIEST), _LATEST)
-        stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # (isoformat: strftime's %Y writes the years before 1000 with fewer digits)
+        stamp = datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+        stamp = stamp.removesuffix("+00:00") + "Z"
         self.session.result.queue_annotations.setdefault(queue.name, {})[HISTORY] = \
             json.dumps({"share": round(value, 6), "held": round(held, 6), "at": stamp},
                        sort_keys=True)

@@ -119,6 +119,21 @@ def test_a_clock_past_the_last_year_a_date_holds_stamps_its_last_second():
     assert winner(again) == "b"
 
 
+def test_a_clock_before_the_year_1000_writes_a_history_that_reads_back():
+    """Four digits of year, as RFC 3339 has them (strftime wrote `500-01-01...`, which
+    read back as an unreadable history)."""
+    early = -46388678400.0  # 0500-01-01T00:00:00Z
+    first = Simulation(parse_conf(conf(), "test"), now=early, session_seconds=600.0)
+    first.load([(f"test#{i}", obj) for i, obj in enumerate([*cluster(), *gang("old", "a")])])
+    first.run(6)
+    written = first.report.as_dict()["queues"]["a"]["annotations"][HISTORY]
+    assert json.loads(written)["at"].startswith("0500-01-01T")
+    again = run([*cluster({"a": written}), *gang("a1", "a"), *gang("b1", "b")], conf())
+    assert winner(again) == "b"
+    assert not any(e["reason"] == "InvalidUsageHistory"
+                   for e in again.report.as_dict()["events"])
+
+
 def test_the_history_moves_toward_what_is_held_by_half_each_half_life():
     assert _moved(0.0, 3600.0, 3600.0, 1.0) == pytest.approx(0.5)
     assert _moved(1.0, 7200.0, 3600.0, 0.0) == pytest.approx(0.25)
