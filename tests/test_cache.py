@@ -11,8 +11,10 @@ import pytest
 
 from tests.builders import conf, gang, load_cache, node, pod, podgroup
 from vscheduler import model
+from vscheduler.cache import Cache
+from vscheduler.kube.apply import apply_event
 from vscheduler.model import Condition
-from vscheduler.objects import parse_node, parse_pod, parse_podgroup
+from vscheduler.objects import BadObject, parse_node, parse_pod, parse_podgroup
 from vscheduler.simulate import Simulation
 from vscheduler.specs import NodeSpec, Pod, PodGroupSpec
 
@@ -183,3 +185,60 @@ def test_disruption_budgets_are_kept_and_handed_to_each_snapshot_in_name_order()
     assert [b.key for b in cache.snapshot().budgets] == ["shop/api", "shop/web"]
     cache.delete_disruption_budget("shop/api")
     assert [b.key for b in cache.snapshot().budgets] == ["shop/web"]
+
+
+# --------------------------------------------------------------------------- collisions
+
+
+def _apply(cache: Cache, kind: str, event_type: str, obj: dict) -> str | None:
+    """Apply one watch event; the BadObject message if it is refused."""
+    try:
+        apply_event(cache, kind, event_type, obj)
+    except BadObject as err:
+        return str(err)
+    return None
+
+
+def _every_task_in_its_job(cache: Cache) -> None:
+    for key, task in cache.tasks.items():
+        if task.job_id:
+            assert cache.jobs[task.job_id].tasks.get(task.uid) is task, key
+
+
+@pytest.mark.parametrize("first", ["alone", "grouped"])
+def test_a_group_name_with_a_hash_cannot_take_a_pods_job_of_one(first: str):
+    """`solo#pod` is the id of pod solo's job of one. A group annotation can say anything
+    (an API server checks names, not annotations): one naming it is refused, whichever
+    pod comes first, and deleting the pods leaves no job behind."""
+    cache = Cache()
+    _apply(cache, "Node", "ADDED", node("n1"))
+    alone, grouped = pod("solo"), pod("other", group="solo#pod")
+    events = [alone, grouped] if first == "alone" else [grouped, alone]
+    refused = [_apply(cache, "Pod", "ADDED", obj) for obj in events]
+    assert refused[events.index(alone)] is None
+    assert "'#' is in no Kubernetes name" in refused[events.index(grouped)]
+    assert list(cache.tasks) == ["default/solo"]
+    _every_task_in_its_job(cache)
+    _apply(cache, "Pod", "DELETED", alone)
+    assert cache.tasks == {} and cache.jobs == {}
+    named = podgroup("solo#pod", 1)
+    assert "'#' is in no Kubernetes name" in _apply(cache, "PodGroup", "ADDED", named)
+
+
+def test_a_pod_whose_uid_another_pod_has_is_refused():
+    """Jobs hold their tasks by uid and sessions keep what they worked out per uid: two
+    pods of one uid (hand-written; never from an API server) made one vanish from its job
+    and another judged with the first's requests. The second is refused; the first keeps
+    its uid through updates, and once it is gone the uid is free."""
+    cache = Cache()
+    first, second = pod("a", group="g"), pod("b", cpu="4", namespace="other")
+    first["metadata"]["uid"] = second["metadata"]["uid"] = "same"
+    assert _apply(cache, "Pod", "ADDED", first) is None
+    assert _apply(cache, "Pod", "ADDED", second) == \
+        "metadata.uid: 'same' is pod default/a's uid too"
+    assert _apply(cache, "Pod", "MODIFIED", first) is None
+    assert list(cache.tasks) == ["default/a"]
+    _every_task_in_its_job(cache)
+    _apply(cache, "Pod", "DELETED", first)
+    assert _apply(cache, "Pod", "ADDED", second) is None
+    assert list(cache.tasks) == ["other/b"]

@@ -27,8 +27,14 @@ from vscheduler.model import (
     Task,
     TaskStatus,
 )
-from vscheduler.objects import QUEUE_NAME_ANNOTATION, ParsedPod, read_pod_network_topology
+from vscheduler.objects import (
+    QUEUE_NAME_ANNOTATION,
+    BadObject,
+    ParsedPod,
+    read_pod_network_topology,
+)
 from vscheduler.specs import DisruptionBudget, HyperNodeSpec, NodeSpec, PodGroupSpec
+from vscheduler.textinput import brief
 
 __all__ = ["Cache", "Snapshot"]
 
@@ -114,6 +120,9 @@ class Cache:
         self.default_queue = default_queue
         self.nodes: dict[str, Node] = {}
         self.tasks: dict[str, Task] = {}  # pod key -> task (ours, and others' with a node)
+        # pod uid -> key, of `tasks`: a job holds its tasks by uid, and a session keeps
+        # what it worked out per task uid, so no two pods may share one
+        self._keys_by_uid: dict[str, str] = {}
         self.jobs: dict[str, Job] = {}
         self.podgroups: dict[str, PodGroupSpec] = {}
         # PodGroup uid -> (running, succeeded, failed) as last read or written
@@ -197,6 +206,10 @@ class Cache:
         self.generation += 1
         pod = parsed.pod
         key = pod.key
+        holder = self._keys_by_uid.get(pod.uid, key)
+        if holder != key:
+            # (never two pods from an API server; two in a manifest, written by hand)
+            raise BadObject(f"metadata.uid: {brief(pod.uid)} is pod {holder}'s uid too")
         if key in self.tasks:
             self.delete_pod(key)
         ours = self.is_ours(parsed)
@@ -211,6 +224,7 @@ class Cache:
         task = Task(pod, parsed.resreq, job_id, parsed.status, parsed.node_name, priority,
                     parsed.preemptable, parsed.role)
         self.tasks[key] = task
+        self._keys_by_uid[pod.uid] = key
         if job_id:
             self.jobs[job_id].add_task(task)
         self._charge(task)
@@ -220,6 +234,7 @@ class Cache:
         task = self.tasks.pop(key, None)
         if task is None:
             return
+        del self._keys_by_uid[task.uid]
         self._uncharge(task)
         job = self.jobs.get(task.job_id)
         if job is not None:

@@ -38,7 +38,8 @@ __all__ = [
 
 
 # A pod of ours without a PodGroup is a job of one named after the pod; '#' never occurs
-# in Kubernetes names, so such a job cannot collide with a PodGroup.
+# in Kubernetes names (and a group name with one is refused where it is read), so such a
+# job cannot collide with a PodGroup.
 BARE_JOB_SUFFIX = "#pod"
 
 
