@@ -223,6 +223,11 @@ def test_a_group_name_with_a_hash_cannot_take_a_pods_job_of_one(first: str):
     assert cache.tasks == {} and cache.jobs == {}
     named = podgroup("solo#pod", 1)
     assert "'#' is in no Kubernetes name" in _apply(cache, "PodGroup", "ADDED", named)
+    # Another scheduler's pod is not refused for it: on a node, it holds room there.
+    theirs = pod("theirs", group="x#pod", node_name="n1", phase="Running",
+                 scheduler="default-scheduler")
+    assert _apply(cache, "Pod", "ADDED", theirs) is None
+    assert list(cache.nodes["n1"].tasks) == ["default/theirs"]
 
 
 def test_a_pod_whose_uid_another_pod_has_is_refused():

@@ -210,9 +210,15 @@ class Cache:
         if holder != key:
             # (never two pods from an API server; two in a manifest, written by hand)
             raise BadObject(f"metadata.uid: {brief(pod.uid)} is pod {holder}'s uid too")
+        ours = self.is_ours(parsed)
+        if ours and "#" in parsed.group:
+            # An annotation is not checked as a name is: this one could name a pod's job
+            # of one (see model.BARE_JOB_SUFFIX). (Another scheduler's pod is not
+            # refused: on a node, it holds room there whatever its group.)
+            raise BadObject(f"PodGroup name {brief(parsed.group)}: '#' is in no "
+                            "Kubernetes name")
         if key in self.tasks:
             self.delete_pod(key)
-        ours = self.is_ours(parsed)
         if not ours and not parsed.node_name:
             return  # another scheduler's business until it lands on a node
         priority = parsed.task_priority

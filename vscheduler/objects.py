@@ -642,10 +642,6 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     group = annotations.get(GROUP_NAME_ANNOTATION, "")
     if not group:
         group = next((labels[k] for k in COSCHEDULING_GROUP_LABELS if labels.get(k)), "")
-    if "#" in group:
-        # (an annotation is not checked as a name is: this one could take the place of
-        # a pod's job of one, see model.BARE_JOB_SUFFIX)
-        raise BadObject(f"PodGroup name {brief(group)}: '#' is in no Kubernetes name")
     role = annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, "")
     task_priority = None
     raw_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
@@ -707,7 +703,7 @@ def parse_namespace(obj: dict) -> tuple[str, dict[str, str]]:
 
 def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
     namespace, name, meta = metadata(obj)
-    if "#" in name:  # (a manifest's: see parse_pod)
+    if "#" in name:  # (a manifest's: see Cache.add_pod)
         raise BadObject(f"metadata.name: {brief(name)}: '#' is in no Kubernetes name")
     spec = _map(obj.get("spec"), "spec")
     status = _map(obj.get("status"), "status")
