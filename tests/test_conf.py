@@ -522,8 +522,10 @@ def _numeric_arguments() -> list[tuple[str, str, str, type]]:
 def _conf_with(kind: str, name: str, key: str, value: str) -> str:
     """A conf with every action, and `value` for `key` of plugin or action `name`."""
     plugins = ["gang", "predicates", "proportion"]
-    entry = f"{{name: {name}, arguments: {{{key!r}: {value}}}}}" if kind == "plugins" \
-        else None
+    # (capacity reads its ancestor level only with hierarchy on)
+    flag = "enableHierarchy: true, " if name == "capacity" else ""
+    entry = f"{{name: {name}, {flag}arguments: {{{key!r}: {value}}}}}" \
+        if kind == "plugins" else None
     tier = [f"{{name: {p}}}" for p in plugins if p != name] + ([entry] if entry else [])
     text = ('actions: "enqueue, allocate, backfill, reclaim, preempt"\n'
             f"tiers:\n- plugins: [{', '.join(tier)}]\n")
