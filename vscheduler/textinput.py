@@ -138,10 +138,10 @@ LIBYAML = CParser is not None
 # pure-Python reader's): 10,000 levels compose on a main thread's stack and 100,000
 # overflow it; a thousand stays far from that on any thread.
 LIBYAML_MAX_DEPTH = 1000
-# Flow collections (`[`, `{`) open at once, past which the text is not read on (libyaml
-# 0.2.5 and later stop there too): the pure-Python scanner checks every open one at each
-# token, so 10,000 brackets cost it 16 s and 60,000 minutes, long before its composer
-# could skip them.
+# Flow collections (`[`, `{`) open at once, past which the text is not read on (the
+# libyaml in PyYAML's wheels stops there too): the pure-Python scanner checks every open
+# one at each token, so 10,000 brackets cost it 16 s and 60,000 minutes, long before its
+# composer could skip them.
 MAX_FLOW_LEVEL = 1000
 # The nodes a document may hold once its aliases are followed (a node reached twice
 # counted twice). Readers of the values follow them, and a few kilobytes of aliases to
