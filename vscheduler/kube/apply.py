@@ -12,6 +12,7 @@ from typing import Any
 from vscheduler.cache import Cache
 from vscheduler.ingest import READ_GROUPS, parse_object, put_object
 from vscheduler.model import ALLOCATED_STATUSES
+from vscheduler.model import TaskStatus as S
 from vscheduler.objects import BadObject, ParsedPod, metadata
 from vscheduler.textinput import brief
 
@@ -54,7 +55,8 @@ def apply_event(cache: Cache, kind: str, event_type: str, obj: dict | None,
         namespace, name, _ = metadata(obj or {})
         _delete(cache, kind, namespace, name)
         return
-    if read[0] == "Pod" and _bind_in_flight(cache, read[1]):
+    if read[0] == "Pod" and (_bind_in_flight(cache, read[1])
+                             or _eviction_in_flight(cache, read[1])):
         return
     put_object(cache, *read)
 
@@ -67,6 +69,18 @@ def _bind_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
     if known is None or not known.status & ALLOCATED_STATUSES or not known.node_name:
         return False
     return not parsed.node_name and (parsed.pod.phase or "Pending") == "Pending"
+
+
+def _eviction_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
+    """Whether a pod read is a view from before an eviction the scheduler sent: it
+    shows the pod running, not yet terminating, on the node it is being evicted from.
+    The pod's room stays releasing until the eviction is refused (`Cache.unevict`) or
+    the pod ends; taking the view would offer that room to the next session as held,
+    and it would pick another victim for the pod already waiting on it."""
+    known = cache.tasks.get(parsed.pod.key)
+    if known is None or known.status != S.RELEASING or parsed.deleting:
+        return False
+    return parsed.node_name == known.node_name and parsed.status in (S.RUNNING, S.BOUND)
 
 
 def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:
