@@ -145,6 +145,27 @@ def test_a_skipped_object_is_named_once(tmp_path: Path, capsys: pytest.CaptureFi
     assert text.count("bad") == 1
 
 
+def test_an_object_given_twice_is_read_as_last_given_with_a_warning():
+    """The same pod twice (as two files applied one after the other would give it): the
+    later one is read, and the report says the first was replaced."""
+    objects = [node("n1", cpu="4"), pod("p", cpu="8"), pod("p", cpu="1"),
+               queue("q"), queue("q", weight=3)]
+    report = simulate(objects)
+    assert report["binds"] == {"default/p": "n1"}
+    repeats = [(e["object"], e["message"]) for e in report["events"]
+               if e["reason"] == "DuplicateObject"]
+    assert repeats == [("Queue/q", "test#4: given again (first at test#3); the later one "
+                        "is read"),
+                       ("Pod/default/p", "test#2: given again (first at test#1); the later "
+                        "one is read")]
+    assert all(e["type"] == "Warning" for e in report["events"]
+               if e["reason"] == "DuplicateObject")
+    # A pod of the same name in another namespace is another pod.
+    report = simulate([node("n1", cpu="4"), pod("p"), pod("p", namespace="other")])
+    assert not [e for e in report["events"] if e["reason"] == "DuplicateObject"]
+    assert len(report["binds"]) == 2
+
+
 def test_simulate_and_the_daemon_read_the_same_objects():
     """One ingest path: a Queue of another API group is not Volcano's in either."""
     foreign = {**queue("q-foreign"), "apiVersion": "example.com/v1"}

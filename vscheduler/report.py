@@ -68,7 +68,8 @@ def render_text(report: dict[str, Any]) -> str:
             headers, rows = headers[:2], [row[:2] for row in rows]
         out.extend(_table(headers, rows))
     warnings = [e for e in report["events"] if e["type"] == "Warning"
-                and e["reason"] in ("BadObject", "BadManifest", "QueueNotFound")]
+                and e["reason"] in ("BadObject", "BadManifest", "QueueNotFound",
+                                    "DuplicateObject")]
     if warnings:
         out.append("")
         out.append("Skipped input:")

@@ -20,9 +20,9 @@ from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, Eviction, SessionResult
-from vscheduler.ingest import READ_GROUPS, add_object, read_kind, skipped_event
+from vscheduler.ingest import READ_GROUPS, add_object, describe, read_kind, skipped_event
 from vscheduler.model import Job, Task
-from vscheduler.objects import BadObject, timestamp_of
+from vscheduler.objects import BadObject, metadata, timestamp_of
 from vscheduler.resources import Resource
 from vscheduler.scheduler import Scheduler
 from vscheduler.textinput import TextError, brief, load_yaml_documents
@@ -266,6 +266,7 @@ class Simulation:
         self.cache = Cache(scheduler_names, default_queue)
         self.report = Report()
         self._world = _InMemory(self.report)
+        self._given: dict[tuple[str, str, str], str] = {}  # object -> where last given
         self.scheduler = Scheduler(self.cache, conf, binder=self._world,
                                    evictor=self._world, status=self._world,
                                    events=self._world, default_queue=default_queue,
@@ -286,10 +287,24 @@ class Simulation:
             self._ORDER.get(str(item[1][1].get("kind")), 9), item[0]))
         for index, (where, obj) in ranked:
             try:
-                if self._add(obj, float(index)):
-                    self._see_time(obj)
+                kind = self._add(obj, float(index))
             except BadObject as err:
                 self.report.add_event(skipped_event(obj, err, where=where))
+                continue
+            if kind:
+                self._see_time(obj)
+                self._note_repeat(kind, obj, where)
+
+    def _note_repeat(self, kind: str, obj: dict, where: str) -> None:
+        """A Warning for an object given twice (as `kubectl apply` of the files would,
+        the later one is what is read): a silent replacement hid the first one's pods."""
+        key = (kind, *metadata(obj)[:2])
+        first = self._given.setdefault(key, where)
+        if first != where:
+            self.report.add_event(Event(
+                describe(obj, kind), "Warning", "DuplicateObject",
+                f"{where}: given again (first at {first}); the later one is read"))
+            self._given[key] = where
 
     def _see_time(self, obj: dict) -> None:
         if self._fixed_start or self.report.sessions:
