@@ -4,13 +4,18 @@ checked before anything runs, a bad conf refused before a cluster is looked for.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vscheduler import cli
 from vscheduler.cli import main
+from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed, summary_of
 
 
 def _help(capsys, *command: str) -> str:
@@ -199,3 +204,54 @@ def test_the_lease_takes_volcanos_resource_name_and_namespace(monkeypatch, tmp_p
                                   "--leader-elect-resource-namespace=ops",
                                   "--leader-elect-resource-name=batch")
     assert 'lease="ops/batch"' in err
+
+
+def test_plugins_lists_each_with_what_it_does_and_its_arguments(
+        capsys: pytest.CaptureFixture[str]):
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    for group in (ACTIONS_GROUP, PLUGINS_GROUP):
+        for name, point in installed(group).items():
+            cls = point.load()
+            assert f"  {name} ({point.value})\n" in out
+            assert summary_of(cls, name) in " ".join(out.split())
+            for argument in cls.arguments:
+                assert f"      {argument.key}: {argument.describe()}\n" in out
+    assert "      binpack.weight: an integer, default 1\n" in out
+    assert "      maxEvictionRatio: a number, default 2\n" in out
+    assert "      gracePeriodSeconds: an integer, unset by default\n" in out
+    assert "      podOwnerReferenceToServiceType: a map, default {}\n" in out
+
+
+def test_plugins_shows_those_named_and_refuses_unknown_names(
+        capsys: pytest.CaptureFixture[str]):
+    assert main(["plugins", "sla", "enqueue"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "actions:" and "  enqueue (" in out
+    assert "  sla (" in out and "  gang (" not in out and "  allocate (" not in out
+    assert main(["plugins", "sla", "gnag"]) == 2
+    assert capsys.readouterr().err == ("vscheduler: not installed: gnag "
+                                       "(`vscheduler plugins` lists what is)\n")
+
+
+def test_plugins_says_which_cannot_be_loaded_and_lists_the_rest(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    broken = EntryPoint("broken", "no_such_package_here:Plugin", PLUGINS_GROUP)
+    listed = {**installed(PLUGINS_GROUP), "broken": broken}
+    monkeypatch.setattr(cli, "installed", lambda group: listed if group == PLUGINS_GROUP
+                        else installed(group))
+    assert main(["plugins"]) == 1
+    out = capsys.readouterr().out
+    assert "  broken (no_such_package_here:Plugin)\n      fails to load: " in out
+    assert "No module named 'no_such_package_here'" in out
+    assert "  sla (" in out
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`vscheduler plugins | true`: the reader is gone before the first write. The
+    command ends with 141 (a shell's code for SIGPIPE), not a traceback."""
+    run = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -c 'from vscheduler.cli import entry; "
+                       "raise SystemExit(entry())' plugins | true; echo ${PIPESTATUS[0]}"],
+        capture_output=True, text=True, check=True)
+    assert (run.stdout, run.stderr) == ("141\n", "")

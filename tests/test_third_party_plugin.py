@@ -96,7 +96,10 @@ def test_installed_plugin_is_listed(site: Path):
     env = dict(os.environ, PYTHONPATH=str(site))
     run = subprocess.run([sys.executable, "-m", "vscheduler.cli", "plugins"],
                          capture_output=True, text=True, env=env, check=True)
-    assert "maintenance" in run.stdout
+    assert ("  maintenance (vscheduler_maintenance:MaintenancePlugin)\n"
+            "    Keeps pods off nodes labelled `maintenance: \"true\"` and prefers `tier: fast` "
+            "nodes.\n"
+            "      fast.weight: an integer, default 10\n") in run.stdout
 
 
 def test_without_the_package_the_conf_fails_listing_installed_plugins(tmp_path: Path):

@@ -6,8 +6,10 @@ import argparse
 import gc
 import json
 import logging
+import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 
 from vscheduler import __version__, logs
@@ -15,9 +17,11 @@ from vscheduler.conf import ConfError, load_conf, parse_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.logs import FORMATS, MAX_VERBOSITY, fields
 from vscheduler.objects import timestamp_of
-from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed
+from vscheduler.plugin import Argument
+from vscheduler.registry import ACTIONS_GROUP, PLUGINS_GROUP, installed, summary_of
 from vscheduler.report import render_text
 from vscheduler.simulate import ManifestError, Simulation, load_manifests
+from vscheduler.textinput import brief
 
 __all__ = ["main"]
 
@@ -395,11 +399,44 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    for title, group in (("actions", ACTIONS_GROUP), ("plugins", PLUGINS_GROUP)):
+    """Each installed action and plugin (or those named): where it comes from, what it
+    does and its conf arguments with their types, defaults and help, read from the
+    code itself. Exit 1 if one of them cannot be loaded, 2 for a name not installed."""
+    wanted = set(args.names)
+    groups = [(title, {name: point for name, point in installed(group).items()
+                       if not wanted or name in wanted})
+              for title, group in (("actions", ACTIONS_GROUP), ("plugins", PLUGINS_GROUP))]
+    unknown = wanted.difference(*(points for _, points in groups))
+    if unknown:
+        print(f"vscheduler: not installed: {', '.join(sorted(unknown))} "
+              "(`vscheduler plugins` lists what is)", file=sys.stderr)
+        return EXIT_USAGE
+    code = 0
+    summary = textwrap.TextWrapper(width=88, initial_indent=" " * 4, subsequent_indent=" " * 4)
+    helps = textwrap.TextWrapper(width=88, initial_indent=" " * 8, subsequent_indent=" " * 8)
+    for title, points in groups:
+        if not points:
+            continue
         print(f"{title}:")
-        for name, point in installed(group).items():
-            print(f"  {name:<16} {point.value}")  # type: ignore[attr-defined]
-    return 0
+        for name, point in points.items():
+            print(f"  {name} ({point.value})")  # type: ignore[attr-defined]
+            try:
+                cls = point.load()  # type: ignore[attr-defined]
+            except Exception as err:  # (a broken third-party package: say so, go on)
+                print(f"      fails to load: {brief(str(err))}")
+                code = 1
+                continue
+            if summary_of(cls, name):
+                print(summary.fill(summary_of(cls, name)))
+            for argument in getattr(cls, "arguments", ()):
+                if not isinstance(argument, Argument):
+                    print(f"      {brief(argument)}: not an Argument")
+                    code = 1
+                    continue
+                print(f"      {argument.key}: {argument.describe()}")
+                if argument.help:
+                    print(helps.fill(argument.help))
+    return code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -576,7 +613,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_volcano_flags(run)
     run.set_defaults(run=_run)
 
-    plugins = commands.add_parser("plugins", help="list installed actions and plugins")
+    plugins = commands.add_parser(
+        "plugins", help="list installed actions and plugins, with their arguments",
+        description="List the installed actions and plugins (built-in and third-party): "
+                    "what each does and the arguments a conf may give it.")
+    plugins.add_argument("names", nargs="*", metavar="NAME",
+                         help="only these actions or plugins (default: all)")
     plugins.set_defaults(run=_plugins)
     return parser
 
@@ -593,7 +635,15 @@ def entry() -> int:
     """The `vscheduler` command (`main` leaves the collector of a caller's process
     alone)."""
     tune_collector()
-    return main()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # (the reader went away, `| head` say: no traceback, and nothing more to
+        # write at exit either)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -76,6 +76,25 @@ class Argument:
         self.help = help
         self.required = required
 
+    def describe(self) -> str:
+        """Its type and default in words, for `vscheduler plugins`: `an integer,
+        default 1`."""
+        kind = _TYPE_WORDS.get(self.type, self.type.__name__)
+        if self.required:
+            return f"{kind}, required"
+        default = self.default
+        if default is None:
+            return f"{kind}, unset by default"
+        if isinstance(default, bool):
+            shown = "true" if default else "false"
+        elif isinstance(default, str | dict | list | tuple) and not default:
+            shown = {str: '""', dict: "{}"}.get(type(default), "[]")
+        elif isinstance(default, float):
+            shown = f"{default:g}"
+        else:
+            shown = str(default)
+        return f"{kind}, default {shown}"
+
     def matches(self, key: str) -> bool:
         if self.key.endswith(".*"):
             return key.startswith(self.key[:-1]) and len(key) > len(self.key) - 1

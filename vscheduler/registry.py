@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from importlib.metadata import entry_points
 
@@ -18,6 +19,7 @@ __all__ = [
     "installed",
     "load_action",
     "load_plugin",
+    "summary_of",
 ]
 
 ACTIONS_GROUP = "vscheduler.actions"
@@ -65,6 +67,17 @@ def load_plugin(name: str) -> type:
     except pluggy.PluginValidationError as err:
         raise RegistryError(f"plugin {name!r}: {err}") from err
     return cls
+
+
+def summary_of(cls: type, name: str) -> str:
+    """What an action or plugin does, in one sentence: the first of its class's
+    docstring, else of its module's, without a leading `name:`."""
+    doc = cls.__doc__ or getattr(sys.modules.get(cls.__module__), "__doc__", None) or ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    if paragraph.startswith(f"{name}:"):
+        paragraph = paragraph[len(name) + 1:].lstrip()
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[:end + 1]
 
 
 @cache
