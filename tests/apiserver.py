@@ -27,8 +27,10 @@ As the real server: errors are `Status` objects; a Binding is answered 201 with 
 (not the Binding), 409 if the pod is bound or being deleted; a PUT or PATCH of an object
 with a status subresource ignores status, one of /status changes only status; a stale
 metadata.resourceVersion is 409 Conflict; a write that changes nothing is no write (same
-resourceVersion, no event); deleting a pod on a node with a grace period only sets its
-deletionTimestamp (finish_deletion() ends it), one on no node goes at once; a Namespace
+resourceVersion, no event); an object created through the API must have a DNS-1123
+subdomain for its name and gets the server's own uid and creationTimestamp; deleting a pod
+on a node with a grace period only sets its deletionTimestamp (finish_deletion() ends
+it), one on no node goes at once; a Namespace
 written in any way has the label kubernetes.io/metadata.name set to its name; pods created
 through the API start Pending with their priority from their PriorityClass; list items of
 built-in kinds have no kind/apiVersion; times of built-in kinds must carry a UTC offset
@@ -253,6 +255,7 @@ _MICROTIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d
 _BINDING_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/(?:pods/([^/]+)/binding|bindings)$")
 _TRUE = frozenset({"1", "t", "T", "true", "True", "TRUE"})
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 class ApiError(Exception):
@@ -1568,6 +1571,12 @@ class FakeApiServer:
             else:
                 raise ApiError(422, f"{res.kind} is invalid: metadata.name: Required value: "
                                "name or generateName is required", "Invalid")
+        if from_api and not _SUBDOMAIN.fullmatch(meta["name"]):
+            # (the real server's check for most kinds: a DNS-1123 subdomain)
+            raise ApiError(422, f'{res.kind} "{meta["name"]}" is invalid: metadata.name: '
+                           "Invalid value: a lowercase RFC 1123 subdomain must consist of "
+                           "lower case alphanumeric characters, '-' or '.', and must start "
+                           "and end with an alphanumeric character", "Invalid")
         key = _key(obj)
         if key in self._store[res.id]:
             raise ApiError(409, f'{self._qualified(res)} "{key[1]}" already exists',
@@ -1578,6 +1587,8 @@ class FakeApiServer:
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", _timestamp())
         if from_api:
+            meta["uid"] = str(uuid.uuid4())  # (the server's own, whatever was sent)
+            meta["creationTimestamp"] = _timestamp()
             for transient in ("resourceVersion", "deletionTimestamp",
                               "deletionGracePeriodSeconds"):
                 meta.pop(transient, None)

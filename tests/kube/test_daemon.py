@@ -512,3 +512,26 @@ def test_the_usage_history_survives_a_restart_of_the_daemon(server: FakeApiServe
         assert _bound(server)["a-2"] == 0
     finally:
         stop()
+
+
+def test_a_pod_the_cache_refuses_is_named_by_its_warning(server: FakeApiServer, daemon):
+    """A pod of ours whose group annotation has a '#' is read, then refused by the
+    cache: its Warning is on the pod itself (by uid, where `kubectl describe` looks),
+    and the other pods are scheduled."""
+    server.create_all([node("n1", cpu="4"),
+                       pod("hashed", cpu="1", annotations={
+                           "scheduling.k8s.io/group-name": "bad#name"}),
+                       pod("fine", cpu="1")])
+    wait_for(lambda: _bound(server)["fine"] == 1)
+    stored = server.get("Pod", "default", "hashed")
+
+    def skipped() -> list[dict]:
+        return [e for e in server.events() if e["reason"] == "BadObject"]
+
+    wait_for(skipped)
+    [event] = skipped()
+    assert event["type"] == "Warning"
+    assert event["involvedObject"]["name"] == "hashed"
+    assert event["involvedObject"]["uid"] == stored["metadata"]["uid"]
+    assert "'#'" in event["message"]
+    assert "hashed" not in _bound(server)

@@ -35,7 +35,7 @@ from vscheduler.kube.metrics import Metrics
 from vscheduler.kube.reflector import OPTIONAL_KINDS, Reflector
 from vscheduler.kube.writers import KubeWriter, RateLimiter
 from vscheduler.logs import fields
-from vscheduler.objects import BadObject
+from vscheduler.objects import BadObject, ParsedPod
 from vscheduler.scheduler import Scheduler
 
 __all__ = ["Daemon"]
@@ -148,8 +148,9 @@ class Daemon:
                     raise read
                 apply_event(self.cache, kind, event_type, obj, read)
             except BadObject as err:
-                event = skipped_event(obj or {}, err, kind)
-                self.writer.emit(event, obj or {})
+                obj = obj or _named(kind, read)
+                event = skipped_event(obj, err, kind)
+                self.writer.emit(event, obj)
                 log.warning("Object skipped", extra=fields(object=event.object, error=str(err)))
         while True:
             try:
@@ -233,3 +234,14 @@ class Daemon:
             self.stop.wait(self.period)
         self.writer.close()
         return 1 if self.elector is not None and self.elector.lost.is_set() else 0
+
+
+def _named(kind: str, read: Any) -> dict:
+    """The identity of an object the cache refused once read (the watch keeps only what
+    was read of it): its Warning names it, and `kubectl describe` finds it by uid."""
+    if isinstance(read, tuple) and read and isinstance(read[1], ParsedPod):
+        pod = read[1].pod
+        return {"apiVersion": "v1", "kind": kind, "metadata": {
+            "name": pod.name, "namespace": pod.namespace, "uid": pod.uid,
+            "resourceVersion": pod.resource_version}}
+    return {}
