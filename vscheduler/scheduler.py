@@ -81,7 +81,8 @@ class Scheduler:
         # "idle" for a cycle that had nothing to do)
         self.timings: dict[str, float] = {}
         self._settled = -1  # the cache's generation when the last session was applied
-        self._queues: dict[str, Resource] = {}
+        # queue name -> (the Queue object's uid, its status.allocated as last written)
+        self._queues: dict[str, tuple[str, Resource]] = {}
 
     def run_once(self) -> SessionResult | None:
         """One cycle; None when nothing changed since the last session and nothing
@@ -121,7 +122,7 @@ class Scheduler:
         for name, allocated in result.queues.items():
             # (A default queue that exists only in memory has no status to write.)
             if name in cache.queues and not allocated.equal(self._written_queue(name)):
-                self._queues[name] = allocated
+                self._queues[name] = (cache.queues[name].meta_uid, allocated)
                 self.status.queue(name, allocated)
         for name, written in result.queue_annotations.items():
             if name in cache.queues:  # (a default queue only in memory has no object)
@@ -138,14 +139,17 @@ class Scheduler:
             self.events.emit(event)
 
     def _written_queue(self, name: str) -> Resource:
-        """What the queue's status says it has allocated (as last written, or as the
-        object came; unreadable counts as nothing)."""
-        written = self._queues.get(name)
-        if written is None:
-            queue = self.cache.queues.get(name)
-            try:
-                written = Resource.from_k8s(queue.status_allocated if queue else None)
-            except QuantityError:
-                written = Resource()
-            self._queues[name] = written
+        """What the queue's status says it has allocated (as last written to this Queue
+        object, or as the object came: one deleted and created again has the status
+        it came with; unreadable counts as nothing)."""
+        queue = self.cache.queues.get(name)
+        uid = queue.meta_uid if queue is not None else ""
+        kept = self._queues.get(name)
+        if kept is not None and kept[0] == uid:
+            return kept[1]
+        try:
+            written = Resource.from_k8s(queue.status_allocated if queue else None)
+        except QuantityError:
+            written = Resource()
+        self._queues[name] = (uid, written)
         return written

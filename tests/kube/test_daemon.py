@@ -535,3 +535,47 @@ def test_a_pod_the_cache_refuses_is_named_by_its_warning(server: FakeApiServer, 
     assert event["involvedObject"]["uid"] == stored["metadata"]["uid"]
     assert "'#'" in event["message"]
     assert "hashed" not in _bound(server)
+
+
+def _condition(server: FakeApiServer, name: str) -> str | None:
+    """The message of a pod's PodScheduled=False condition, None without one."""
+    for c in (server.get("Pod", "default", name).get("status") or {}).get("conditions", []):
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return c.get("message")
+    return None
+
+
+def test_a_status_write_that_fails_for_a_passing_reason_is_written_again(server, daemon):
+    """A pod's condition, a PodGroup's status and a Queue's status each refused once
+    with a 500: every one is written by a later cycle, though no session changes it."""
+    server.fail("PATCH", r"/pods/big/status$", 500)
+    server.fail("PATCH", r"/podgroups/train(/status)?$", 503)
+    server.fail("PATCH", r"/queues/q/status$", 500)
+    server.create_all([node("n1", cpu="4"), queue("q"), pod("big", cpu="100"),
+                       *gang("train", 2, cpu="1", queue="q")])
+    wait_for(lambda: _condition(server, "big") is not None)
+    wait_for(lambda: (server.get("PodGroup", "default", "train").get("status") or {})
+             .get("phase") == "Running")
+    wait_for(lambda: (server.get("Queue", "", "q").get("status") or {})
+             .get("allocated", {}).get("cpu") == "2")
+    assert server.requests("PATCH", r"/pods/big/status$")[0].code == 500
+
+
+def test_a_status_write_refused_for_good_is_not_written_again(server, daemon):
+    """A 422 (the write itself is wrong) is logged once, not retried every cycle."""
+    server.fail("PATCH", r"/pods/big/status$", 422, times=1_000)
+    server.create_all([node("n1", cpu="2"), pod("big", cpu="4")])
+    wait_for(lambda: server.requests("PATCH", r"/pods/big/status$"))
+    time.sleep(0.5)  # (ten cycles)
+    assert len(server.requests("PATCH", r"/pods/big/status$")) == 1
+
+
+def test_a_queue_deleted_and_created_again_gets_its_status_back(server, daemon):
+    server.create_all([node("n1", cpu="4"), queue("q"), pod("p", cpu="1", queue="q")])
+    wait_for(lambda: (server.get("Queue", "", "q").get("status") or {})
+             .get("allocated", {}).get("cpu") == "1")
+    server.delete("Queue", "", "q")
+    wait_for(lambda: "q" not in daemon.cache.queues)
+    server.create(queue("q"))
+    wait_for(lambda: (server.get("Queue", "", "q").get("status") or {})
+             .get("allocated", {}).get("cpu") == "1")

@@ -202,6 +202,7 @@ class Daemon:
         leading = self.elector is None or self.elector.is_leader.is_set()
         self.metrics.is_leader.set(leading)
         if leading:
+            self.writer.retry_unwritten()
             result = self.scheduler.run_once()
             self.metrics.cycle(self.scheduler.timings, result, self.cache)
             if result is not None:

@@ -4,7 +4,8 @@
 receivers of `vscheduler.scheduler`). Binds and evictions go through a small pool of
 workers within the client-side QPS budget; a bind or eviction the API server refuses is
 put on `failures`, which the scheduling loop reads to put the cache back (the pod waits
-again, with a Warning event). Statuses are written only when they changed.
+again, with a Warning event). Statuses are written only when they changed; one
+refused for a passing reason (no answer, a 5xx, 429) is written again the next cycle.
 
 Events are written as client-go's recorder writes them, to the core v1 Events API that
 `kubectl describe` reads: `involvedObject` names the object's uid (kubectl selects
@@ -28,6 +29,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -107,6 +109,11 @@ def _error(err: Exception) -> str:
     return str(error_fields(err)["error"])
 
 
+def _status_of(err: Exception) -> int | None:
+    """The HTTP status of a failed request, None when no answer came."""
+    return err.status if isinstance(err, ApiException) else None
+
+
 _KINDS = {"pods": "Pod", "podgroups": "PodGroup", "queues": "Queue", "events": "Event"}
 
 
@@ -139,6 +146,12 @@ class KubeWriter:
         self.failures: queue.Queue[Failure] = queue.Queue()
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="writer")
         self._conditions: dict[str, str] = {}  # pod key -> message last written
+        # Status writes the API server did not take for a passing reason (no answer, a
+        # 5xx, 429), by (path, what of it): written again by `retry_unwritten`, unless a
+        # newer write of the same thing takes their place. The scheduler writes a
+        # status only when it changes, so a lost write would otherwise stay lost (a pod
+        # with no PodScheduled=False is one the cluster autoscaler never sees).
+        self._unwritten: dict[tuple[str, str], Callable[[], None]] = {}
         # (event key, object uid) -> [(namespace, name) once written, count, last written,
         # last seen], least recently seen first
         self._events: OrderedDict[tuple, list[Any]] = OrderedDict()
@@ -161,6 +174,9 @@ class KubeWriter:
 
     def bind(self, task: Task, node: str) -> None:
         self._conditions.pop(task.key, None)
+        status = f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status"
+        self._unwritten.pop((status, "condition"), None)
+        self._unwritten.pop((status, "nominated"), None)
         if self.dry_run:
             log.info("Dry run: would bind", extra=fields(pod=task.key, node=node))
             return
@@ -227,7 +243,7 @@ class KubeWriter:
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
             "message": message, "lastTransitionTime": _now()[:19] + "Z"}]}}
         self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status", body,
-                    "application/strategic-merge-patch+json")
+                    "application/strategic-merge-patch+json", "condition")
 
     def nominate(self, task: Task, node: str) -> None:
         if self.dry_run:
@@ -235,7 +251,7 @@ class KubeWriter:
         else:
             self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status",
                         {"status": {"nominatedNodeName": node}},
-                        "application/strategic-merge-patch+json")
+                        "application/strategic-merge-patch+json", "nominated")
 
     def podgroup(self, job: Job) -> None:
         if self.dry_run:
@@ -261,24 +277,23 @@ class KubeWriter:
         """Through the status subresource where the CRD has one, else on the object."""
         group, _, version = api_version.rpartition("/")
         path = f"/apis/{api_version}/namespaces/{namespace}/{plural}/{name}"
+        what = (path, "status")
+        self._unwritten.pop(what, None)
         for attempt in (1, 2):
             has_status = self.discovery.has_status(group, version, plural)
             target = path if has_status is False else f"{path}/status"
             try:
                 self._call("PATCH", target, body, "application/merge-patch+json")
                 return
-            except ApiException as err:
-                if err.status != 404 or attempt == 2:
-                    log.warning("Patch failed", extra=fields(**_object_of(target),
-                                                             **error_fields(err)))
-                    return
-                # The object is gone, or the CRD changed: discovery tells which.
-                self.discovery.forget(group, version)
-                if self.discovery.has_status(group, version, plural) == has_status:
-                    return
-            except Exception as err:  # the next change writes it again
-                log.warning("Patch failed", extra=fields(**_object_of(target),
-                                                         **error_fields(err)))
+            except Exception as err:
+                if _status_of(err) == 404 and attempt == 1:
+                    # The object is gone, or the CRD changed: discovery tells which.
+                    self.discovery.forget(group, version)
+                    if self.discovery.has_status(group, version, plural) == has_status:
+                        return
+                    continue
+                self._failed(what, target, err, lambda: self._write_status(
+                    api_version, plural, namespace, name, body))
                 return
 
     def queue(self, name: str, allocated: Resource) -> None:
@@ -288,7 +303,7 @@ class KubeWriter:
         else:
             self._patch(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}/status",
                         {"status": {"allocated": allocated.to_k8s()}},
-                        "application/merge-patch+json")
+                        "application/merge-patch+json", "status")
 
     def queue_annotations(self, name: str, annotations: dict[str, str]) -> None:
         if self.dry_run:
@@ -297,14 +312,42 @@ class KubeWriter:
         else:
             self._patch(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}",
                         {"metadata": {"annotations": annotations}},
-                        "application/merge-patch+json")
+                        "application/merge-patch+json", "annotations")
 
-    def _patch(self, path: str, body: dict, content_type: str) -> None:
+    def _patch(self, path: str, body: dict, content_type: str,
+               part: str | None = None) -> None:
+        """PATCH the object at `path`. A status write names the `part` it writes: it is
+        kept to be written again if the failure may pass (see `_unwritten`; only the
+        scheduling thread writes statuses). An event's count is not: its next repeat
+        writes it."""
         log.log(V4, "Patching", extra=fields(**_object_of(path), path=path))
+        what = (path, part or "")
+        if part is not None:
+            self._unwritten.pop(what, None)
         try:
             self._call("PATCH", path, body, content_type)
-        except Exception as err:  # the next session writes it again if still needed
-            log.warning("Patch failed", extra=fields(**_object_of(path), **error_fields(err)))
+        except Exception as err:
+            if part is None:
+                log.warning("Patch failed", extra=fields(**_object_of(path),
+                                                         **error_fields(err)))
+                return
+            self._failed(what, path, err,
+                         lambda: self._patch(path, body, content_type, part))
+
+    def _failed(self, what: tuple[str, str], path: str, err: Exception,
+                again: Callable[[], None]) -> None:
+        """A status write refused: logged, and kept to be written again unless the
+        API server will refuse it again (the object is gone, or the write is wrong)."""
+        log.warning("Patch failed", extra=fields(**_object_of(path), **error_fields(err)))
+        status = _status_of(err)
+        if status is None or status == 429 or status >= 500:
+            self._unwritten[what] = again
+
+    def retry_unwritten(self) -> None:
+        """Write again the status writes that failed for a passing reason (the daemon
+        calls it once a cycle, while it leads)."""
+        for again in list(self._unwritten.values()):
+            again()
 
     # ---------------------------------------------------------------- events
 
