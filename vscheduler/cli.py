@@ -358,6 +358,10 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     if args.master:
         configuration.host = args.master
+    # One connection each for the watches (up to nine kinds), the writer's workers, the
+    # lease and the scheduling loop: the client's default (5 per core) has urllib3
+    # drop and reopen connections on a small machine.
+    configuration.connection_pool_maxsize = 32
     api = client.ApiClient(configuration)
     elector = None
     if args.leader_elect:

@@ -133,3 +133,8 @@ def setup(verbosity: int = 0, log_format: str = "text",
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     root.addHandler(handler)
     root.setLevel(level_of(verbosity))
+    # urllib3 warns of each retry and each connection it drops, which an outage of the
+    # API server turns into hundreds of lines beside the reflectors' own one per
+    # failure: its lines are the HTTP client's, shown from --v 10 (errors always).
+    logging.getLogger("urllib3").setLevel(
+        logging.NOTSET if verbosity >= MAX_VERBOSITY else logging.ERROR)
