@@ -84,7 +84,7 @@ class Preempt(Action):
             while tasks and session.job_starving(job):
                 task = tasks.pop()
                 if never_preempts(task) or session.pre_predicate(task) is not None:
-                    session.explain_task(task, UNPLACED)
+                    session.explain_eviction(task, UNPLACED)
                 else:
                     evict_for(session, statement, narrowed, task)  # (it says why)
 

@@ -90,7 +90,7 @@ class Reclaim(Action):
                 continue
             refused = session.preemptive(queue, task)
             if refused:
-                session.explain_task(task, f"reclaim: {refused}")
+                session.explain_eviction(task, f"reclaim: {refused}")
                 continue
             if session.pre_predicate(task) is not None:
                 continue

@@ -154,8 +154,9 @@ def test_gang_reclaimer_commits_only_if_the_whole_gang_can_wait():
                *gang("need3", 3, queue="b", cpu="1")]
     report = simulate(objects, CONF)
     assert report["evictions"] == [] and report["pipelined"] == {}
-    assert "reclaim: queue b: insufficient cpu (allocated + request 3 > deserved 2)" in \
-        report["pending"]["default/need3-2"]
+    # (the reason the pod could not be placed comes first, ending with reclaim's)
+    assert report["pending"]["default/need3-2"][0].endswith(
+        ". reclaim: queue b: insufficient cpu (allocated + request 3 > deserved 2)")
     # Room for the whole gang within b's share: it reclaims for all three.
     objects[0] = node("n1", cpu="6")
     objects.append(running("a-4", "a", "n1"))
@@ -333,3 +334,20 @@ tiers:
     # j1 finds n0's idle card refused (dept would hold 4 of its 3), evicts d-big on n1
     assert [(e["pod"], e["node"]) for e in report["evictions"]] == [("default/d-big", "n1")]
     assert report["pipelined"] == {"default/j1-0": "n1", "default/j2-0": "n0"}
+
+
+def test_why_a_pod_does_not_fit_comes_before_why_reclaim_did_not_help():
+    """A pod whose node selector matches no node: its condition and event say so
+    first; reclaim's verdict follows in the same message, as kube-scheduler adds its
+    preemption's to the filters' message."""
+    objects = [node("n1", cpu="8"), queue("a"), queue("b"),
+               *(running(f"a-{i}", "a", "n1") for i in range(4)),
+               pod("picky", cpu="1", queue="b", node_selector={"zone": "nowhere"})]
+    report = simulate(objects, CONF)
+    assert report["evictions"] == []
+    first = report["pending"]["default/picky"][0]
+    assert first == ("0/1 nodes are available: 1 node(s) didn't match Pod's node "
+                     "affinity/selector. reclaim: no node where evicting reclaimable "
+                     "pods of other queues makes room")
+    assert [e["message"] for e in report["events"]
+            if e["object"] == "Pod/default/picky"] == [first]

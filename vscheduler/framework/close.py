@@ -232,9 +232,11 @@ def close_session(session: Session) -> SessionResult:
 
 
 def reasons_for(session: Session, task: Task) -> list[str]:
-    """Every reason known for a task still pending, most specific first. In a cluster
-    without nodes that is the only reason: every other verdict (a queue deserving
-    nothing of an empty cluster is "overused") follows from it."""
+    """Every reason known for a task still pending, most specific first: why it could
+    not be placed, then why its job could not; the first ends with why evicting for it
+    did not help (reclaim, preempt). In a cluster without nodes that is the only
+    reason: every other verdict (a queue deserving nothing of an empty cluster is
+    "overused") follows from it."""
     if not session.node_list:
         return [NO_NODES]
     job = session.jobs[task.job_id]
@@ -255,6 +257,12 @@ def reasons_for(session: Session, task: Task) -> list[str]:
             reasons.append(condition.message)
     if not reasons:
         reasons.append(job.fit_error())
+    evicting = session.eviction_notes.get(task.uid)
+    if evicting:
+        # (as kube-scheduler adds its preemption's verdict to the filters' message: the
+        # first reason is the condition's and the event's, and says both)
+        first = reasons[0]
+        reasons[0] = f"{first}{'' if first.endswith('.') else '.'} {'; '.join(evicting)}"
     return reasons
 
 

@@ -213,11 +213,11 @@ def evict_for(session: Session, statement: Statement, policy: VictimPolicy,
         elif _evict_and_pipeline(session, statement, policy, preemptor, node, victims):
             return True
     if capped:
-        session.explain_task(preemptor, (
+        session.explain_eviction(preemptor, (
             f"{policy.action}: evicting more for its job would pass maxEvictionRatio "
             f"{policy.max_eviction_ratio:g} times what the job asks"))
     elif policy.unplaced:
-        session.explain_task(preemptor, policy.unplaced)
+        session.explain_eviction(preemptor, policy.unplaced)
     return False
 
 

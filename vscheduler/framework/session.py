@@ -120,6 +120,7 @@ class Session:
         self.result = SessionResult()
         # Why tasks and jobs could not be placed, by uid (framework.close reads them).
         self.task_notes: dict[str, list[str]] = {}
+        self.eviction_notes: dict[str, list[str]] = {}
         self.job_notes: dict[str, list[str]] = {}
         # Seconds spent per phase ("open", each action's name, "close"), for metrics and
         # `vscheduler bench`.
@@ -426,6 +427,13 @@ class Session:
     def explain_task(self, task: Task, message: str) -> None:
         """Why `task` could not be placed (shown while it stays pending)."""
         notes = self.task_notes.setdefault(task.uid, [])
+        if message not in notes:
+            notes.append(message)
+
+    def explain_eviction(self, task: Task, message: str) -> None:
+        """Why evicting for `task` did not place it either (reclaim, preempt): shown
+        after why it could not be placed as the cluster is, which says more."""
+        notes = self.eviction_notes.setdefault(task.uid, [])
         if message not in notes:
             notes.append(message)
 
