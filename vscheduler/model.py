@@ -133,7 +133,6 @@ class Task:
 
     __slots__ = (
         "best_effort",
-        "eviction_occurred",
         "job_id",
         "key",
         "last_transaction",
@@ -173,9 +172,6 @@ class Task:
         self.priority = priority
         self.preemptable = preemptable
         self.role = role
-        # Pipelined onto resources its own evictions free: the daemon nominates the node
-        # for the pod (status.nominatedNodeName), as Volcano does.
-        self.eviction_occurred = False
         # (status, node) when a statement holding this task was discarded: what the
         # session had tried for it, used to explain why it is still pending.
         self.last_transaction: tuple[Status, str] | None = None
@@ -360,7 +356,6 @@ class Job:
         self.allocated = Resource()
         for task in self.tasks.values():
             task.last_transaction = None
-            task.eviction_occurred = False
             self._by_status.setdefault(task.status, {})[task.uid] = task
             if task.status & ALLOCATED_STATUSES:
                 self.allocated.add(task.resreq)

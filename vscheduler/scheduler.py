@@ -16,6 +16,7 @@ from typing import Protocol
 
 from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
+from vscheduler.framework.close import pipelined_reason
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, Eviction, SessionResult
 from vscheduler.framework.session import Session
@@ -131,10 +132,12 @@ class Scheduler:
             task = cache.tasks.get(key)
             if task is not None:
                 self.status.pending(task, reasons)
-        for key, node in result.nominated.items():
+        for key, node in result.pipelined.items():
             task = cache.tasks.get(key)
-            if task is not None and task.pod.nominated_node != node:
-                self.status.nominate(task, node)
+            if task is not None:
+                self.status.pending(task, [pipelined_reason(key, node)])
+                if task.pod.nominated_node != node:
+                    self.status.nominate(task, node)
         for event in result.events:
             self.events.emit(event)
 

@@ -61,7 +61,6 @@ def _result(result: SessionResult) -> dict[str, Any]:
         "binds": result.binds,
         "evictions": [(e.task, e.node, e.action, e.preemptor) for e in result.evictions],
         "pipelined": result.pipelined,
-        "nominated": result.nominated,
         "pending": result.pending,
         "pending_jobs": result.pending_jobs,
         "podgroups": [(uid, phase, [c.as_dict() for c in conditions])

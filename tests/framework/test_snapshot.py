@@ -37,7 +37,7 @@ def _job_state(job: Job) -> tuple:
 
 
 def _task_state(task: Task) -> tuple:
-    return (task.key, task.status, task.node_name, task.priority, task.eviction_occurred,
+    return (task.key, task.status, task.node_name, task.priority,
             task.last_transaction, task.resreq is not None and task.resreq.to_k8s())
 
 

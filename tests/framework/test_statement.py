@@ -171,11 +171,9 @@ def test_pipeline_then_discard_restores() -> None:
     job = session.jobs["default/a"]
     before = (node_state(n1), job_state(job))
     stmt = session.statement()
-    stmt.pipeline(a["a-0"], n1, eviction_occurred=True)
-    assert a["a-0"].eviction_occurred
+    stmt.pipeline(a["a-0"], n1)
     stmt.discard()
     assert (node_state(n1), job_state(job)) == before
-    assert not a["a-0"].eviction_occurred
     assert a["a-0"].last_transaction == (S.PIPELINED, "n1")
 
 
@@ -238,7 +236,7 @@ def test_discard_runs_in_reverse_order() -> None:
               job_state(session.jobs["default/r"]))
     stmt = session.statement()
     stmt.evict(r["r-0"], "preempt", a["a-0"])
-    stmt.pipeline(a["a-0"], n1, eviction_occurred=True)
+    stmt.pipeline(a["a-0"], n1)
     stmt.allocate(a["a-1"], n1)
     recorder.log.clear()
     stmt.discard()
@@ -361,7 +359,7 @@ def test_a_committed_statement_leaves_its_jobs_dirty() -> None:
     a, r = tasks_of(session, "a"), tasks_of(session, "r")
     stmt = session.statement()
     stmt.evict(r["r-0"], "preempt", a["a-0"])
-    stmt.pipeline(a["a-0"], session.nodes["n1"], eviction_occurred=True)
+    stmt.pipeline(a["a-0"], session.nodes["n1"])
     stmt.commit()
     stmt.discard()  # (nothing left to undo)
     assert session.jobs["default/a"].dirty and session.jobs["default/r"].dirty
@@ -373,7 +371,7 @@ def test_an_eviction_discarded_leaves_the_victims_job_clean() -> None:
     a, r = tasks_of(session, "a"), tasks_of(session, "r")
     stmt = session.statement()
     stmt.evict(r["r-0"], "preempt", a["a-0"])
-    stmt.pipeline(a["a-0"], session.nodes["n1"], eviction_occurred=True)
+    stmt.pipeline(a["a-0"], session.nodes["n1"])
     stmt.discard()
     assert not session.jobs["default/a"].dirty and not session.jobs["default/r"].dirty
     assert session.snapshot.restored == {"default/a", "default/r"}

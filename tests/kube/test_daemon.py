@@ -579,3 +579,32 @@ def test_a_queue_deleted_and_created_again_gets_its_status_back(server, daemon):
     server.create(queue("q"))
     wait_for(lambda: (server.get("Queue", "", "q").get("status") or {})
              .get("allocated", {}).get("cpu") == "1")
+
+
+def test_every_pod_waiting_on_a_victims_room_is_nominated_and_told(server, tmp_path):
+    """One 4-CPU victim frees room for two 1-CPU pods of the other queue: the one it
+    was evicted for and the one that waits on the same release. Both show the node
+    (nominatedNodeName, as the cluster autoscaler reads it) and why they are not bound
+    (PodScheduled=False), and both are bound once the victim is gone."""
+    daemon, stop = start_daemon(server, tmp_path, RECLAIM)
+    try:
+        server.create_all([node("n1", cpu="4"), queue("a"), queue("b"),
+                           pod("a-0", cpu="4", queue="a", node_name="n1")])
+        wait_for(lambda: "default/a-0" in daemon.cache.tasks)
+        server.create_all([pod("b-0", cpu="1", queue="b"), pod("b-1", cpu="1", queue="b")])
+        wait_for(lambda: server.get("Pod", "default", "a-0")["metadata"]
+                 .get("deletionTimestamp"))
+        for name in ("b-0", "b-1"):
+            wait_for(lambda name=name: (server.get("Pod", "default", name).get("status")
+                                        or {}).get("nominatedNodeName") == "n1")
+            wait_for(lambda name=name: _condition(server, name) == (
+                f"Pod default/{name} can possibly be assigned to n1, once resource is "
+                "released"))
+        assert not server.bindings()
+        assert len([p for p in server.objects("Pod")
+                    if p["metadata"].get("deletionTimestamp")]) == 1
+        server.finish_deletion("default", "a-0")
+        wait_for(lambda: _bound(server)["b-0"] == 1 and _bound(server)["b-1"] == 1,
+                 timeout=10)
+    finally:
+        stop()

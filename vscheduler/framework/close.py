@@ -219,8 +219,8 @@ def close_session(session: Session) -> SessionResult:
                           _unschedulable_message(session, job, len(pending)))
         for task in job.tasks_in(S.PIPELINED):
             result.pipelined[task.key] = task.node_name
-            if task.eviction_occurred:
-                result.nominated[task.key] = task.node_name
+            session.event(f"Pod/{task.key}", "Warning", "FailedScheduling",
+                          pipelined_reason(task.key, task.node_name))
         _remember(session, job, entry)
     last = session.snapshot.kept[MEMO_KEY] = _LastClose(session.conf, session.snapshot.serial)
     last.unsettled.update(job.uid for job in visit if MEMO_KEY not in job.memo)
@@ -229,6 +229,12 @@ def close_session(session: Session) -> SessionResult:
         job_name = key if is_bare_job(task.job_id) else task.job_id
         result.pending_jobs.setdefault(job_name, ("", []))[1].append(key)
     return result
+
+
+def pipelined_reason(key: str, node: str) -> str:
+    """What a pod waiting on `node`'s releasing resources is told (its condition and
+    event, as Volcano words it): it is not bound yet, and where it will go."""
+    return f"Pod {key} can possibly be assigned to {node}, once resource is released"
 
 
 def reasons_for(session: Session, task: Task) -> list[str]:

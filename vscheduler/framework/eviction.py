@@ -1202,7 +1202,7 @@ def _evict_and_pipeline(session: Session, statement: Statement, policy: VictimPo
     else:
         passes = True
     if not passes or session.predicate(preemptor, node) is not None or step.pipeline(
-            preemptor, node, eviction_occurred=bool(victims)) is not None:
+            preemptor, node) is not None:
         _undo(session, step, mark)
         return False
     statement.merge(step)

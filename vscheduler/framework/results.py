@@ -71,17 +71,17 @@ class Eviction:
 class SessionResult:
     """What a session decided, for the binder, evictor and status writer."""
 
-    __slots__ = ("_podgroups", "binds", "events", "evictions", "nominated", "pending",
+    __slots__ = ("_podgroups", "binds", "events", "evictions", "pending",
                  "pending_jobs", "pipelined", "podgroup_jobs", "queue_annotations",
                  "queue_cards", "queues", "timeouts", "visited_jobs")
 
     def __init__(self) -> None:
         self.binds: dict[str, str] = {}
         self.evictions: list[Eviction] = []
+        # pods waiting on their node's releasing resources (their victims', say): the
+        # node is nominated for them (status.nominatedNodeName) and their condition
+        # says where they wait (`close.pipelined_reason`)
         self.pipelined: dict[str, str] = {}
-        # pipelined pods whose node frees up because of their own evictions: the node
-        # is nominated for them (status.nominatedNodeName), as Volcano does
-        self.nominated: dict[str, str] = {}
         self.pending: dict[str, list[str]] = {}
         # job (PodGroup uid, or the pod's key for a pod without one) -> (queue, pod keys)
         self.pending_jobs: dict[str, tuple[str, list[str]]] = {}

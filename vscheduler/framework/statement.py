@@ -72,9 +72,8 @@ class Statement:
         """Place `task` on `node`'s idle resources; an error message if refused."""
         return self._place(task, node, S.ALLOCATED, _ALLOCATE)
 
-    def pipeline(self, task: Task, node: Node, eviction_occurred: bool = False) -> str | None:
+    def pipeline(self, task: Task, node: Node) -> str | None:
         """Reserve `node`'s releasing resources for `task`; an error message if refused."""
-        task.eviction_occurred = eviction_occurred
         return self._place(task, node, S.PIPELINED, _PIPELINE)
 
     def evict(self, task: Task, reason: str, preemptor: Task | None = None,
@@ -97,7 +96,6 @@ class Statement:
 
     def _place(self, task: Task, node: Node, status: Status, kind: str) -> str | None:
         if task.status != S.PENDING:
-            task.eviction_occurred = False
             return f"task {task.key} is {status_label(task.status)}, not Pending: not placed again"
         session = self.session
         self._set_status(task, status)
@@ -118,7 +116,6 @@ class Statement:
         session.census.moved(task, node.name, -1)
         session.deallocate_event(task)
         task.node_name = ""
-        task.eviction_occurred = False
 
     def _unevict(self, task: Task, node: Node, previous: Status) -> None:
         session = self.session
