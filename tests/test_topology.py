@@ -471,8 +471,9 @@ def test_malformed_network_topology_skips_its_podgroup_with_a_warning(what: str)
     assert sorted(report["binds"]) == ["default/good-0", "default/solo"]
     message = _warnings(report, "BadObject")["PodGroup/default/bad"][0]
     assert "networkTopology" in message
-    assert report["pending"]["default/bad-0"] == [
-        "PodGroup default/bad not found: the pod waits for it"]
+    [why] = report["pending"]["default/bad-0"]
+    assert why.startswith("PodGroup default/bad cannot be read (spec.networkTopology")
+    assert why.endswith("): the pod waits for it to be fixed")
 
 
 def test_pathological_pattern_does_not_stall_the_session() -> None:

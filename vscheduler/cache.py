@@ -125,6 +125,9 @@ class Cache:
         self._keys_by_uid: dict[str, str] = {}
         self.jobs: dict[str, Job] = {}
         self.podgroups: dict[str, PodGroupSpec] = {}
+        # PodGroup namespace/name -> why it could not be read (its pods wait for it to be
+        # fixed, and say why, rather than that it is missing)
+        self.refused_podgroups: dict[str, str] = {}
         # PodGroup uid -> (running, succeeded, failed) as last read or written
         self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
@@ -310,6 +313,7 @@ class Cache:
     def add_podgroup(self, spec: PodGroupSpec) -> None:
         self.generation += 1
         uid = f"{spec.namespace}/{spec.name}"
+        self.refused_podgroups.pop(uid, None)
         self.podgroups[uid] = spec
         counts_seen = self._status_counts.get(uid)
         self._status_counts[uid] = spec.counts
@@ -332,9 +336,16 @@ class Cache:
         job.phase = spec.phase
         job.conditions = [Condition(*c) for c in spec.conditions]
 
+    def refuse_podgroup(self, uid: str, error: str) -> None:
+        """A PodGroup that could not be read (what it had before, if anything, stays)."""
+        self.generation += 1
+        self._job_watch.add(uid)
+        self.refused_podgroups[uid] = error
+
     def delete_podgroup(self, uid: str) -> None:
         self.generation += 1
         self._job_watch.add(uid)  # (its job is held only, or gone)
+        self.refused_podgroups.pop(uid, None)
         self.podgroups.pop(uid, None)
         self._status_counts.pop(uid, None)
         job = self.jobs.get(uid)
@@ -609,8 +620,12 @@ class Cache:
         PodGroup, and with nothing placed it stays out. A job whose queue is missing
         stays out with a Warning event: its pods wait for the queue."""
         if held_only:
+            refused = self.refused_podgroups.get(job.uid)
+            why = (f"PodGroup {job.uid} not found: the pod waits for it" if refused is None
+                   else f"PodGroup {job.uid} cannot be read ({refused}): the pod waits for "
+                        "it to be fixed")
             for task in job.tasks_in(S.PENDING):
-                skipped[task.key] = (task, f"PodGroup {job.uid} not found: the pod waits for it")
+                skipped[task.key] = (task, why)
             if len(job.tasks) == job.count(S.PENDING):
                 return True
         if job.queue in queues:

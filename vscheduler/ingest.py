@@ -14,6 +14,7 @@ from vscheduler.framework.results import Event
 from vscheduler.objects import (
     PODGROUP_GROUPS,
     BadObject,
+    metadata,
     parse_disruption_budget,
     parse_hypernode,
     parse_namespace,
@@ -25,7 +26,7 @@ from vscheduler.objects import (
 )
 
 __all__ = ["CLUSTER_SCOPED", "READ_GROUPS", "add_object", "describe", "parse_object",
-           "put_object", "read_kind", "skipped_event"]
+           "put_object", "read_kind", "refused", "skipped_event"]
 
 # kind -> the API groups it is read from ("" is the core group). A Queue of another
 # group is someone else's Queue, not Volcano's; a PodGroup may be Volcano's or
@@ -130,12 +131,28 @@ def describe(obj: dict, kind: str | None = None) -> str:
     return f"{kind}/{namespace}/{name}"
 
 
+def refused(cache: Cache, obj: dict, err: BadObject, kind: str | None = None,
+            where: str = "") -> Event:
+    """An object left out (`skipped_event`'s Warning); a PodGroup's refusal is kept in
+    the cache too, for its pods to say why they wait."""
+    if read_kind(obj, kind) == "PodGroup":
+        try:
+            namespace, name, _ = metadata(obj)
+        except BadObject:
+            pass  # (no name: no pod can name it either)
+        else:
+            cache.refuse_podgroup(f"{namespace}/{name}", _shortened(str(err)))
+    return skipped_event(obj, err, kind, where)
+
+
 def skipped_event(obj: dict, err: BadObject, kind: str | None = None,
                   where: str = "") -> Event:
     """The Warning for an object left out: on the object (named once, by the Event), with
     where it came from when that is a file, and what is wrong."""
     place = f"{where}: " if where else ""
-    message = f"{place}skipped: {err}"
-    if len(message) > _NOTE_LIMIT:
-        message = message[:_NOTE_LIMIT - 3] + "..."
-    return Event(describe(obj, kind), "Warning", "BadObject", message)
+    return Event(describe(obj, kind), "Warning", "BadObject",
+                 _shortened(f"{place}skipped: {err}"))
+
+
+def _shortened(message: str) -> str:
+    return message if len(message) <= _NOTE_LIMIT else message[:_NOTE_LIMIT - 3] + "..."

@@ -20,7 +20,7 @@ from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, Eviction, SessionResult
-from vscheduler.ingest import READ_GROUPS, add_object, describe, read_kind, skipped_event
+from vscheduler.ingest import READ_GROUPS, add_object, describe, read_kind, refused
 from vscheduler.model import Job, Task
 from vscheduler.objects import BadObject, metadata, timestamp_of
 from vscheduler.resources import Resource
@@ -289,7 +289,7 @@ class Simulation:
             try:
                 kind = self._add(obj, float(index))
             except BadObject as err:
-                self.report.add_event(skipped_event(obj, err, where=where))
+                self.report.add_event(refused(self.cache, obj, err, where=where))
                 continue
             if kind:
                 self._see_time(obj)

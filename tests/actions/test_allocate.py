@@ -85,12 +85,20 @@ def test_podgroup_naming_a_missing_queue_waits_with_a_warning():
                                                 "for it"]
     assert any(e["object"] == "PodGroup/default/g" and e["type"] == "Warning"
                and e["reason"] == "QueueNotFound" for e in report["events"])
+    # The pod's own event says it too (kubectl describe pod shows events, not the
+    # condition's message).
+    assert [(e["type"], e["reason"], e["message"]) for e in report["events"]
+            if e["object"] == "Pod/default/g-0"] == [
+        ("Warning", "FailedScheduling", "queue 'nowhere' not found: the job waits for it")]
 
 
 def test_pod_naming_a_missing_podgroup_waits_with_a_reason():
     report = simulate([node("n1"), pod("p", group="ghost")], CONF)
     assert report["pending"]["default/p"] == ["PodGroup default/ghost not found: the pod "
                                               "waits for it"]
+    assert [(e["type"], e["reason"], e["message"]) for e in report["events"]
+            if e["object"] == "Pod/default/p"] == [
+        ("Warning", "FailedScheduling", "PodGroup default/ghost not found: the pod waits for it")]
 
 
 def test_without_enqueue_jobs_are_admitted_by_allocate():
@@ -143,3 +151,17 @@ def test_every_elastic_job_gets_its_minimum_before_any_gets_more():
         counts = [sum(key.startswith(f"default/{job}-") for key in report["binds"])
                   for job in ("a", "b")]
         assert sum(counts) == gpus and min(counts) == 2, (gpus, counts)
+
+
+def test_pod_of_a_podgroup_that_cannot_be_read_says_so():
+    """A PodGroup refused (minMember -2): its pods wait and say why, not that it is
+    missing; the PodGroup itself has the BadObject Warning."""
+    bad = podgroup("neg", 1)
+    bad["spec"]["minMember"] = -2
+    report = simulate([node("n1"), bad, pod("p", group="neg")], CONF)
+    why = ("PodGroup default/neg cannot be read (spec.minMember: must be 0 or more, got "
+           "-2): the pod waits for it to be fixed")
+    assert report["pending"]["default/p"] == [why]
+    assert [(e["object"], e["reason"]) for e in report["events"]
+            if e["type"] == "Warning"] == [("PodGroup/default/neg", "BadObject"),
+                                           ("Pod/default/p", "FailedScheduling")]

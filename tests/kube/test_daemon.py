@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes import client
 
 from tests.apiserver import FakeApiServer, wait_for
-from tests.builders import gang, node, pod, queue
+from tests.builders import gang, node, pod, podgroup, queue
 from tests.kube.conftest import CONF, start_daemon
 from vscheduler.kube.daemon import Daemon
 
@@ -608,3 +608,16 @@ def test_every_pod_waiting_on_a_victims_room_is_nominated_and_told(server, tmp_p
                  timeout=10)
     finally:
         stop()
+
+
+def test_pods_of_a_podgroup_refused_say_why_and_run_once_it_is_fixed(server, daemon):
+    bad = podgroup("neg", 1)
+    bad["spec"]["minMember"] = -2
+    server.create_all([node("n1", cpu="4"), bad, pod("p", cpu="1", group="neg")])
+    wait_for(lambda: _condition(server, "p") == (
+        "PodGroup default/neg cannot be read (spec.minMember: must be 0 or more, got -2): "
+        "the pod waits for it to be fixed"))
+    assert any(e["reason"] == "FailedScheduling" and "cannot be read" in e["message"]
+               and e["involvedObject"]["name"] == "p" for e in server.events())
+    server.patch("PodGroup", "default", "neg", {"spec": {"minMember": 1}})
+    wait_for(lambda: _bound(server)["p"] == 1, timeout=10)

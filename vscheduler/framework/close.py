@@ -226,6 +226,8 @@ def close_session(session: Session) -> SessionResult:
     last.unsettled.update(job.uid for job in visit if MEMO_KEY not in job.memo)
     for key, (task, reason) in session.snapshot.skipped.items():
         result.pending[key] = [reason]
+        # (kubectl describe shows events, not the condition's message)
+        session.event(f"Pod/{key}", "Warning", "FailedScheduling", reason)
         job_name = key if is_bare_job(task.job_id) else task.job_id
         result.pending_jobs.setdefault(job_name, ("", []))[1].append(key)
     return result

@@ -27,7 +27,7 @@ from vscheduler.cache import Cache
 from vscheduler.conf import ConfError, SchedulerConf, load_conf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, SessionResult
-from vscheduler.ingest import skipped_event
+from vscheduler.ingest import refused
 from vscheduler.kube.apply import KINDS, apply_event, read_event
 from vscheduler.kube.discovery import ApiDiscovery
 from vscheduler.kube.leader import LeaderElector
@@ -149,7 +149,7 @@ class Daemon:
                 apply_event(self.cache, kind, event_type, obj, read)
             except BadObject as err:
                 obj = obj or _named(kind, read)
-                event = skipped_event(obj, err, kind)
+                event = refused(self.cache, obj, err, kind)
                 self.writer.emit(event, obj)
                 log.warning("Object skipped", extra=fields(object=event.object, error=str(err)))
         while True:
