@@ -213,6 +213,15 @@ def test_reclaim_evicts_nominates_and_binds_once_the_victim_is_gone(server, tmp_
                  .get("nominatedNodeName") == "n1")
         assert not server.bindings()
         victim = deleting[0]["metadata"]["name"]
+        # Marked before its deletion as kube-scheduler marks its victims (a Job's
+        # podFailurePolicy reads it).
+        [marked] = [c for c in deleting[0]["status"].get("conditions", [])
+                    if c["type"] == "DisruptionTarget"]
+        assert (marked["status"], marked["reason"], marked["message"]) == (
+            "True", "PreemptionByScheduler", "vscheduler: reclaim to make room for default/b-0")
+        marks = server.requests("PATCH", rf"/pods/{victim}/status$")
+        deletes = server.requests("DELETE", rf"/pods/{victim}$")
+        assert marks and deletes and marks[0].at <= deletes[0].at
         server.finish_deletion("default", victim)
         wait_for(lambda: _bound(server)["b-0"] == 1, timeout=10)
         assert any((e["reason"] == "Evict" and victim in e["message"]) or
@@ -473,6 +482,23 @@ def test_without_one_victims_get_their_own_grace_period(server, tmp_path):
     assert "gracePeriodSeconds" not in request.query
     # the pod's terminationGracePeriodSeconds, 30 when it does not say
     assert victim["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+def test_a_victim_that_cannot_be_marked_is_not_deleted(server, tmp_path):
+    """The DisruptionTarget mark refused (a 500, once): the pod is not deleted unmarked
+    (its Job would count its end as a failure); the eviction is reported refused, and
+    a later session evicts with the mark."""
+    server.fail("PATCH", r"/pods/a-[01]/status$", 500)
+    request, victim = _evicted_with(server, tmp_path, RECLAIM)
+    name = victim["metadata"]["name"]
+    assert any(c["type"] == "DisruptionTarget"
+               for c in victim["status"].get("conditions", []))
+    refused = [r for r in server.requests("PATCH", r"/pods/a-[01]/status$") if r.code == 500]
+    assert len(refused) == 1
+    assert not [r for r in server.requests("DELETE", r"/pods/a-[01]$")
+                if r.at < refused[0].at]
+    assert any(e["reason"] == "FailedEviction" for e in server.events())
+    assert request.at > refused[0].at and name in request.path
 
 
 FAIRSHARE = """
