@@ -398,7 +398,8 @@ def _run(args: argparse.Namespace) -> int:
                     extra=fields(synced=[r.kind for r in daemon.reflectors
                                          if r.synced.is_set()]))
     code = daemon.run()
-    log.info("Stopped", extra=fields(exit_code=code))
+    log.log(logging.INFO if code == 0 else logging.ERROR, "Stopped",
+            extra=fields(exit_code=code))
     return code
 
 

@@ -52,6 +52,11 @@ def test_one_leader_and_a_takeover_within_the_lease_duration(server: FakeApiServ
         # other takes over only once the lease has run out.
         stopped = time.monotonic()
         stop_leader.set()
+        leader = a if follower is b else b
+        # It is told not to schedule once its last renewal is older than the renew
+        # deadline, before the other can take over (the daemon asks `leading`).
+        wait_for(lambda: not leader.leading(), timeout=TIMES["renew_deadline"] + 0.3)
+        assert leader.is_leader.is_set() and not follower.is_leader.is_set()
         wait_for(follower.is_leader.is_set, timeout=3)
         took = time.monotonic() - stopped
         assert TIMES["lease_duration"] * 0.8 <= took <= TIMES["lease_duration"] + 1.0
@@ -77,6 +82,47 @@ def test_a_leader_that_cannot_renew_steps_down_before_the_lease_expires(server):
         server.come_back()
         stop_a.set()
         thread_a.join(timeout=3)
+
+
+def test_a_leader_that_finds_the_lease_taken_has_lost(server):
+    """Paused past the lease duration (SIGSTOP, a long GC), a leader wakes to find the
+    Lease held by another: it has lost leadership (the daemon exits, as kube-scheduler
+    does), it does not stand by with a cache that went stale while it led."""
+    a, stop_a, thread_a = _candidate(server, "a")
+    try:
+        wait_for(a.is_leader.is_set)
+        lease = server.lease("kube-system", "vscheduler")
+        lease["spec"]["holderIdentity"] = "b"
+        server.update(lease)
+        wait_for(a.lost.is_set, timeout=3)
+        assert not a.is_leader.is_set() and not a.leading()
+    finally:
+        stop_a.set()
+        thread_a.join(timeout=3)
+
+
+def test_a_leader_that_stops_gives_the_lease_up(server):
+    """Stopped (SIGTERM), a leader releases the Lease: a standby takes it at once, not
+    a lease duration later."""
+    a, stop_a, thread_a = _candidate(server, "a")
+    b, stop_b, thread_b = _candidate(server, "b")
+    try:
+        wait_for(lambda: a.is_leader.is_set() or b.is_leader.is_set())
+        leader, follower, stop = (a, b, stop_a) if a.is_leader.is_set() else (b, a, stop_b)
+        stop.set()
+        (thread_a if leader is a else thread_b).join(timeout=3)
+        stopped = time.monotonic()
+        leader.release()
+        assert not leader.is_leader.is_set()
+        wait_for(follower.is_leader.is_set, timeout=3)
+        assert time.monotonic() - stopped < TIMES["lease_duration"] * 0.8
+        assert server.lease("kube-system", "vscheduler")["spec"]["holderIdentity"] == \
+            follower.identity
+    finally:
+        stop_a.set()
+        stop_b.set()
+        thread_a.join(timeout=3)
+        thread_b.join(timeout=3)
 
 
 def test_bad_timings_are_refused():

@@ -199,7 +199,7 @@ class Daemon:
         """Keep the cache current; schedule if this replica leads (or no one elects)."""
         self._drain()
         self._reload()
-        leading = self.elector is None or self.elector.is_leader.is_set()
+        leading = self.elector is None or self.elector.leading()
         self.metrics.is_leader.set(leading)
         if leading:
             self.writer.retry_unwritten()
@@ -221,9 +221,11 @@ class Daemon:
 
     def run(self) -> int:
         """Cycle until `stop` is set (SIGTERM sets it); 1 if leadership was lost."""
+        electing = None
         if self.elector is not None:
-            threading.Thread(target=self.elector.run, args=(self.stop,), name="leader",
-                             daemon=True).start()
+            electing = threading.Thread(target=self.elector.run, args=(self.stop,),
+                                        name="leader", daemon=True)
+            electing.start()
         while not self.stop.is_set():
             if self.elector is not None and self.elector.lost.is_set():
                 self.stop.set()
@@ -234,6 +236,10 @@ class Daemon:
                 log.exception("Scheduling cycle failed")
             self.stop.wait(self.period)
         self.writer.close()
+        if electing is not None and self.elector is not None and not self.elector.lost.is_set():
+            # (after the writes in flight, and once the elector renews no more)
+            electing.join(timeout=self.elector.renew_deadline)
+            self.elector.release()
         return 1 if self.elector is not None and self.elector.lost.is_set() else 0
 
 

@@ -6,7 +6,12 @@ clock, from when they last saw it change, so clocks need not agree). Writes carr
 Lease's resourceVersion, so two candidates cannot both win: the loser gets 409. A leader
 that cannot renew within the renew deadline (shorter than the lease duration) stops
 being leader before anyone else can take over, and says so through `lost`: the daemon
-stops scheduling and exits non-zero, as Volcano's does.
+stops scheduling and exits non-zero, as Volcano's does; so does a leader that finds the
+Lease taken (it was paused past the lease duration, say). The daemon schedules only
+while the last renewal is younger than the renew deadline (`leading`), whatever this
+thread has noticed yet: after a pause, the loop may run before the elector does. A
+leader that stops (SIGTERM) gives the Lease up, as client-go's ReleaseOnCancel does, so
+a standby takes over at once rather than after a lease duration.
 """
 
 from __future__ import annotations
@@ -55,6 +60,32 @@ class LeaderElector:
         self._observed: tuple[Any, float] | None = None  # (record, when we saw it change)
         self._renewed = 0.0
         self._holder: str | None = None  # the holder last logged
+
+    def leading(self) -> bool:
+        """Whether to schedule now: leader, and renewed within the renew deadline."""
+        return self.is_leader.is_set() and \
+            time.monotonic() - self._renewed < self.renew_deadline
+
+    def release(self) -> None:
+        """Give the Lease up if this replica holds it (best effort: a standby otherwise
+        takes it once it runs out)."""
+        if not self.is_leader.is_set():
+            return
+        self.is_leader.clear()
+        try:
+            lease = self._call("GET", self.path)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            now = _micro_time()
+            lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
+                             "acquireTime": now, "renewTime": now}
+            self._call("PUT", self.path, lease)
+        except Exception as err:
+            log.warning("Lease not released", extra=fields(
+                lease=self.lease, identity=self.identity, **error_fields(err)))
+            return
+        log.info("Lease released", extra=fields(lease=self.lease, identity=self.identity))
 
     @property
     def lease(self) -> str:
@@ -118,9 +149,10 @@ class LeaderElector:
         if holder and holder != self.identity and now - self._observed[1] < \
                 self.lease_duration:
             if self.is_leader.is_set():
-                log.error("Stepped down: the lease is held by another",
+                log.error("Leadership lost: the lease is held by another",
                           extra=fields(lease=self.lease, identity=self.identity,
                                        holder=holder))
+                self.lost.set()
             elif self._holder != holder:
                 log.info("Lease held by another; standing by",
                          extra=fields(lease=self.lease, holder=holder))
@@ -134,8 +166,9 @@ class LeaderElector:
         except ApiException as err:
             if err.status == 409:  # someone else wrote it in between
                 if self.is_leader.is_set():
-                    log.error("Stepped down: the lease was written by another",
+                    log.error("Leadership lost: the lease was written by another",
                               extra=fields(lease=self.lease, identity=self.identity))
+                    self.lost.set()
                 self.is_leader.clear()
                 return
             raise
