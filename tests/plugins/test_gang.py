@@ -178,6 +178,10 @@ def test_a_gang_past_its_timeout_is_given_up_once_with_an_event():
     assert condition["status"] == "True" and condition["reason"] == "ScheduleTimeout"
     timeouts = [e for e in report["events"] if e["reason"] == "ScheduleTimeout"]
     assert [(e["object"], e["count"]) for e in timeouts] == [("PodGroup/default/train", 1)]
+    # Its Unschedulable events in the sessions after say the same, not that it lacks
+    # room (which would read as if it were still being tried).
+    assert {e["message"] for e in report["events"] if e["reason"] == "Unschedulable"} == {
+        condition["message"]}
 
 
 def test_a_timed_out_gang_is_not_placed_even_when_room_appears():
