@@ -206,3 +206,21 @@ def test_the_hint_stays_for_a_node_that_still_has_room():
     assert "default/a-0" in report["pending"]
     assert report["pending"]["default/a-0"][0] == (
         "Pod default/a-0 can possibly be assigned to n1, once minAvailable is satisfied")
+
+
+def test_the_clock_moves_between_sessions_when_no_file_gives_a_time():
+    """No creationTimestamp and no --now: the clock starts at the epoch and moves a
+    session interval each session all the same (fairshare's history takes its time)."""
+    history_conf = """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: fairshare, arguments: {halfLife: 1h}}, {name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: nodeorder}]
+"""
+    simulation = Simulation(conf(history_conf), session_seconds=600)
+    simulation.load([(f"t#{i}", o) for i, o in enumerate(
+        [node("n1", cpu="4"), queue("q"), pod("p", cpu="2", queue="q")])])
+    simulation.run(6)
+    history = json.loads(simulation.report.as_dict()["queues"]["q"]["annotations"][
+        "elastic.gpu/usage-history"])
+    assert history["at"] == "1970-01-01T00:50:00Z" and history["share"] > 0

@@ -321,8 +321,10 @@ class Simulation:
     def step(self) -> SessionResult:
         """Let time pass, then run one session and apply its decisions."""
         self._advance()
-        if self.report.sessions and self.now is not None:
-            self.now += self.session_seconds
+        if self.report.sessions:
+            # (files without timestamps start the clock at the epoch: it moves all the
+            # same, for what reads time between sessions, a usage history say)
+            self.now = (self.now or 0.0) + self.session_seconds
         self.report.sessions += 1
         result = self.scheduler.run_once()
         if result is not None:
