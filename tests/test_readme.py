@@ -67,3 +67,23 @@ def test_the_plugin_table_names_every_built_in_with_its_arguments():
             assert name in rows, f"{name} is missing from the README's plugin table"
             keys = re.findall(r"`([^`]+)`", rows[name])
             assert keys == [argument.key for argument in point.load().arguments], name
+
+
+def test_the_conf_mistakes_shown_are_what_the_conf_shown_gives(tmp_path: Path, capsys):
+    """The README's two `bad conf` lines come from its sample conf with one value and
+    one name spoilt, as it says."""
+    from vscheduler.cli import main
+
+    text = (ROOT / "README.md").read_text()
+    sample = text.split("The format is Volcano's `volcano-scheduler.conf`:\n\n```yaml\n", 1)[1]
+    sample = sample.split("```", 1)[0]
+    shown = re.findall(r"^    (vscheduler: bad conf: my\.conf: .+)$", text, flags=re.M)
+    spoilt = [sample.replace("binpack.weight: 10", "binpack.weight: ten"),
+              sample.replace("  - name: gang\n", "  - name: gnag\n")]
+    assert len(shown) == len(spoilt) == 2
+    for line, conf in zip(shown, spoilt, strict=True):
+        path = tmp_path / "my.conf"
+        path.write_text(conf)
+        assert main(["simulate", str(ROOT / "examples" / "quickstart.yaml"),
+                     "--conf", str(path)]) == 2
+        assert capsys.readouterr().err == line.replace("my.conf", str(path)) + "\n"
