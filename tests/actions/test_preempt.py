@@ -79,6 +79,11 @@ def test_gang_of_lower_priority_goes_whole():
     report = simulate(objects, CONF)
     assert sorted(e["pod"] for e in report["evictions"]) == [
         "default/train-0", "default/train-1", "default/train-2"]
+    # Each eviction is told on the pod and on its PodGroup (kubectl describe pg).
+    assert sorted(e["message"] for e in report["events"]
+                  if e["object"] == "PodGroup/default/train" and e["reason"] == "Evict") == [
+        f"Pod default/train-{i}: Pod is evicted, because of preempt for default/urgent"
+        for i in range(3)]
 
 
 def test_a_gang_with_a_pod_on_a_deleted_node_goes_whole_from_the_nodes_left():

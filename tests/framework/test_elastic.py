@@ -51,8 +51,9 @@ def victims(report: dict) -> dict[str, bool]:
 
 
 def evict_messages(report: dict) -> dict[str, str]:
+    """The pods' Evict events (their PodGroups have one each too), by pod name."""
     return {e["object"].split("/")[2]: e["message"] for e in report["events"]
-            if e["reason"] == "Evict"}
+            if e["reason"] == "Evict" and e["object"].startswith("Pod/")}
 
 
 def test_replicas_above_min_member_go_before_a_gang_of_a_lower_class():
