@@ -587,6 +587,38 @@ def test_a_status_write_that_fails_for_a_passing_reason_is_written_again(server,
     assert server.requests("PATCH", r"/pods/big/status$")[0].code == 500
 
 
+def test_writes_kept_are_retried_until_one_fails_again(server: FakeApiServer):
+    """Three conditions refused (the API server unwell): while it stays so, a cycle's
+    retry makes one request, not one per write (each could take its timeout); once it
+    is well, the three are written."""
+    from vscheduler.cache import Cache
+    from vscheduler.kube.apply import apply_event
+    from vscheduler.kube.writers import KubeWriter, RateLimiter
+
+    cache = Cache()
+    for i in range(3):
+        server.create(pod(f"p{i}", cpu="1"))
+        apply_event(cache, "Pod", "ADDED", pod(f"p{i}", cpu="1"))
+    api = client.ApiClient(client.Configuration(host=server.url))
+    writer = KubeWriter(api, RateLimiter(1e6, 10**6), scheduler_name="vscheduler")
+    try:
+        server.fail("PATCH", r"/pods/p\d/status$", 503, times=1_000)
+        for i in range(3):
+            writer.pending(cache.tasks[f"default/p{i}"], [f"no room for p{i}"])
+        assert len(server.requests("PATCH", r"/pods/p\d/status$")) == 3
+        writer.retry_unwritten()
+        assert len(server.requests("PATCH", r"/pods/p\d/status$")) == 4
+        server.clear_faults()
+        writer.retry_unwritten()
+        assert [_condition(server, f"p{i}") for i in range(3)] == [
+            f"no room for p{i}" for i in range(3)]
+        writer.retry_unwritten()  # (nothing left)
+        assert len(server.requests("PATCH", r"/pods/p\d/status$")) == 7
+    finally:
+        writer.close()
+        api.close()
+
+
 def test_a_status_write_refused_for_good_is_not_written_again(server, daemon):
     """A 422 (the write itself is wrong) is logged once, not retried every cycle."""
     server.fail("PATCH", r"/pods/big/status$", 422, times=1_000)

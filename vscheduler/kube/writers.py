@@ -356,10 +356,16 @@ class KubeWriter:
             self._unwritten[what] = again
 
     def retry_unwritten(self) -> None:
-        """Write again the status writes that failed for a passing reason (the daemon
-        calls it once a cycle, while it leads)."""
-        for again in list(self._unwritten.values()):
+        """Write again the status writes that failed for a passing reason, oldest first,
+        until one fails again: the API server is still unwell, and the rest wait for
+        the next cycle (the daemon calls this once a cycle, while it leads) rather than
+        each taking its own timeout in this one."""
+        for what, again in list(self._unwritten.items()):
+            if self._unwritten.get(what) is not again:
+                continue  # (written anew since)
             again()
+            if what in self._unwritten:
+                return
 
     # ---------------------------------------------------------------- events
 
