@@ -118,3 +118,31 @@ def test_a_stale_view_of_a_victim_does_not_make_a_second_victim():
         scheduler.run_once()
     assert writes.evicted == [f"default/{victim}"]
     assert cache.tasks[f"default/{victim}"].status == TaskStatus.RELEASING
+
+
+def _with_uid(obj: dict, uid: str) -> dict:
+    obj["metadata"]["uid"] = uid
+    return obj
+
+
+def test_a_pod_created_anew_under_the_same_name_is_taken_as_it_is():
+    """A pod bound (or being evicted), then deleted and created again under its name
+    while the watch was away (a StatefulSet's pod, a relist after 410 Gone): the new
+    pod, another uid, is not an older view of the first and is taken as it is."""
+    cache = Cache()
+    apply_event(cache, "Node", "ADDED", node("n1", cpu="4"))
+    apply_event(cache, "Pod", "ADDED", _with_uid(pod("web-0", cpu="2"), "first"))
+    cache.bind("default/web-0", "n1")
+    apply_event(cache, "Pod", "MODIFIED", _with_uid(pod("web-0", cpu="2"), "second"))
+    task = cache.tasks["default/web-0"]
+    assert (task.uid, task.status, task.node_name) == ("second", TaskStatus.PENDING, "")
+    assert cache.nodes["n1"].idle.cpu == 4000
+
+    apply_event(cache, "Pod", "MODIFIED",
+                _with_uid(pod("web-0", cpu="2", node_name="n1"), "second"))
+    cache.set_releasing("default/web-0")
+    apply_event(cache, "Pod", "MODIFIED",
+                _with_uid(pod("web-0", cpu="1", node_name="n1"), "third"))
+    task = cache.tasks["default/web-0"]
+    assert (task.uid, task.status) == ("third", TaskStatus.RUNNING)
+    assert cache.nodes["n1"].idle.cpu == 3000

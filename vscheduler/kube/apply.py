@@ -66,7 +66,9 @@ def _bind_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
     shows no node until the API server has the Binding, and the decision is kept rather
     than made pending again (Volcano too)."""
     known = cache.tasks.get(parsed.pod.key)
-    if known is None or not known.status & ALLOCATED_STATUSES or not known.node_name:
+    if known is None or known.uid != parsed.pod.uid:
+        return False  # (another pod of the same name: one created anew, say)
+    if not known.status & ALLOCATED_STATUSES or not known.node_name:
         return False
     return not parsed.node_name and (parsed.pod.phase or "Pending") == "Pending"
 
@@ -78,7 +80,9 @@ def _eviction_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
     the pod ends; taking the view would offer that room to the next session as held,
     and it would pick another victim for the pod already waiting on it."""
     known = cache.tasks.get(parsed.pod.key)
-    if known is None or known.status != S.RELEASING or parsed.deleting:
+    if known is None or known.uid != parsed.pod.uid:
+        return False  # (another pod of the same name: one created anew, say)
+    if known.status != S.RELEASING or parsed.deleting:
         return False
     return parsed.node_name == known.node_name and parsed.status in (S.RUNNING, S.BOUND)
 
