@@ -105,9 +105,12 @@ def test_setup_again_replaces_its_own_handler_and_keeps_others(out):
 def test_the_http_clients_warnings_show_only_at_v_10(out, verbosity):
     """urllib3's retry and pool warnings (hundreds in an API server outage) are the
     HTTP client's own lines, shown from --v 10; its errors always show."""
+    from kubernetes import client
+
     urllib3 = logging.getLogger("urllib3.connectionpool")
     try:
         logs.setup(verbosity, "text", out)
+        client.Configuration()  # (which sets urllib3's logger level its own way)
         urllib3.warning("Retrying (Retry(total=2)) after connection broken")
         urllib3.error("something the operator must see")
         ours = logging.getLogger("vscheduler.kube.reflector")
@@ -118,4 +121,3 @@ def test_the_http_clients_warnings_show_only_at_v_10(out, verbosity):
         assert any("Retrying" in line for line in lines) == (verbosity >= 10)
     finally:
         logs.setup(0, "text", io.StringIO())
-        logging.getLogger("urllib3").setLevel(logging.NOTSET)

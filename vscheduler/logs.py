@@ -131,10 +131,16 @@ def setup(verbosity: int = 0, log_format: str = "text",
         root.removeHandler(handler)
     handler = _Handler(stream)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    if verbosity < MAX_VERBOSITY:
+        handler.addFilter(_quiet_http_client)
     root.addHandler(handler)
     root.setLevel(level_of(verbosity))
-    # urllib3 warns of each retry and each connection it drops, which an outage of the
-    # API server turns into hundreds of lines beside the reflectors' own one per
-    # failure: its lines are the HTTP client's, shown from --v 10 (errors always).
-    logging.getLogger("urllib3").setLevel(
-        logging.NOTSET if verbosity >= MAX_VERBOSITY else logging.ERROR)
+
+
+def _quiet_http_client(record: logging.LogRecord) -> bool:
+    """Below --v 10, the HTTP client's lines other than errors are left out: urllib3
+    warns of each retry and each connection it drops, which an outage of the API server
+    turns into hundreds of lines beside the reflectors' own one per failure. (A filter
+    on the handler: the kubernetes client sets urllib3's logger level itself whenever a
+    Configuration is made.)"""
+    return record.levelno >= logging.ERROR or not record.name.startswith("urllib3")
