@@ -337,9 +337,10 @@ def _run(args: argparse.Namespace) -> int:
     lease = (args.lock_object_namespace,
              args.lease_name or (names[0] if len(names) == 1 else "vscheduler"))
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    electing = args.leader_elect and not args.dry_run
     log.info("Leader election", extra=fields(
-        enabled=args.leader_elect, lease="/".join(lease) if args.leader_elect else None,
-        identity=identity if args.leader_elect else None,
+        enabled=electing, lease="/".join(lease) if electing else None,
+        identity=identity if electing else None,
         lease_duration=_duration_text(args.leader_elect_lease_duration),
         renew_deadline=_duration_text(args.leader_elect_renew_deadline),
         retry_period=_duration_text(args.leader_elect_retry_period)))
@@ -364,7 +365,11 @@ def _run(args: argparse.Namespace) -> int:
     configuration.connection_pool_maxsize = 32
     api = client.ApiClient(configuration)
     elector = None
-    if args.leader_elect:
+    if args.leader_elect and args.dry_run:
+        # (a dry run writes nothing, the Lease neither: it would keep the replicas that
+        # do schedule standing by)
+        log.info("Dry run: no leader election", extra=fields(lease="/".join(lease)))
+    elif args.leader_elect:
         try:
             elector = LeaderElector(
                 api, *lease, identity,

@@ -172,7 +172,8 @@ def test_json_lines_parse_with_their_fields(server, tmp_path):
 
 def test_dry_run_logs_every_decision_and_writes_none(server, tmp_path):
     server.create_all([node("n1", cpu="4"), pod("p", cpu="1"), *gang("g", 3, cpu="2")])
-    with daemon_process(server, tmp_path, "--dry-run", "--log-format=json") as lines:
+    with daemon_process(server, tmp_path, "--dry-run", "--leader-elect",
+                        "--log-format=json") as lines:
         lines.wait('"Session done"')
         lines.wait('"Dry run: would record event"')
     records = [json.loads(line) for line in lines.lines]
@@ -187,6 +188,9 @@ def test_dry_run_logs_every_decision_and_writes_none(server, tmp_path):
     assert len(binds) == 1 and binds[0]["node"] == "n1"
     assert not server.bindings() and not server.events()
     assert not (server.get("PodGroup", "default", "g").get("status") or {}).get("conditions")
+    # Nor a Lease: a dry run must not keep the replicas that schedule standing by.
+    assert ("Dry run: no leader election", None) in said
+    assert not server.objects("Lease")
 
 
 def test_an_eviction_shows_at_v2_with_its_action_and_preemptor(server, tmp_path):
