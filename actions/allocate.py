@@ -32,6 +32,7 @@ from vscheduler.framework.topology_placement import (
 )
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
 from vscheduler.plugin import Action, Argument
+from vscheduler.resources import Resource
 from vscheduler.topology import Domain
 
 S = TaskStatus
@@ -169,23 +170,28 @@ class Allocate(Action):
     def _find_node(self, session: Session, task: Task,
                    known: dict[str, dict[str, Unfit]] | None
                    ) -> tuple[Node | None, NodeFitErrors]:
-        """The node for `task`: its nominated node if it fits there, else the best of
-        a search shared with tasks of its signature, else of a search of its own."""
+        """The node for `task`: its nominated node if it fits there now (as
+        kube-scheduler tries a nominated node first), else the best of a search shared
+        with tasks of its signature, else of a search of its own. A pod that can only
+        wait for room keeps waiting on its nominated node rather than on another's
+        releasing room; one that fits now elsewhere does not wait at all."""
         nominated = session.nodes.get(task.pod.nominated_node)
-        if nominated is not None and nominated.insufficient_future(task.resreq) is None:
-            feasible, _ = predicate_nodes(session, task, [nominated],
-                                          Node.insufficient_future)
-            if feasible:
+        waits_there = False
+        if nominated is not None:
+            if _fits(session, task, nominated, Node.insufficient_now):
                 return nominated, NodeFitErrors()
+            waits_there = _fits(session, task, nominated, Node.insufficient_future)
         found = self._search.best(task)
-        if found is not None:
-            return found
-        cache = known.setdefault(task.role, {}) if known is not None and task.role else None
-        feasible, errors = predicate_nodes(session, task, session.node_list,
-                                           Node.insufficient_future, cache, sample=True)
-        if not feasible:
-            return None, errors
-        return _best_node(session, task, feasible), errors
+        if found is None:
+            cache = (known.setdefault(task.role, {}) if known is not None and task.role
+                     else None)
+            feasible, errors = predicate_nodes(session, task, session.node_list,
+                                               Node.insufficient_future, cache, sample=True)
+            found = (_best_node(session, task, feasible) if feasible else None), errors
+        node, errors = found
+        if waits_there and (node is None or node.insufficient_now(task.resreq) is not None):
+            return nominated, errors
+        return node, errors
 
 
     def _find_in_domain(self, session: Session, task: Task, domain: Domain
@@ -204,6 +210,15 @@ class Allocate(Action):
             found = (_best_node(session, task, feasible) if feasible else None), errors
         node, errors = found
         return node, (errors if node is not None else domain_errors(domain, errors))
+
+
+def _fits(session: Session, task: Task, node: Node,
+          room: Callable[[Node, Resource], str | None]) -> bool:
+    """Whether `task` may go on `node`: `room` (now, or once releasing pods are gone)
+    and the predicates."""
+    if room(node, task.resreq) is not None:
+        return False
+    return bool(predicate_nodes(session, task, [node], room)[0])
 
 
 def _best_node(session: Session, task: Task, feasible: list[Node]) -> Node:

@@ -52,7 +52,7 @@ class StatusWriter(Protocol):
         """Say why a pod still waits (its PodScheduled=False condition)."""
 
     def nominate(self, task: Task, node: str) -> None:
-        """Nominate `node` for a pod waiting on what its evictions release."""
+        """Nominate `node` for a pod waiting on releasing room there ("": none)."""
 
 
 class EventSink(Protocol):
@@ -138,6 +138,12 @@ class Scheduler:
                 self.status.pending(task, [pipelined_reason(key, node)])
                 if task.pod.nominated_node != node:
                     self.status.nominate(task, node)
+        for key in result.pending:
+            # (a pod that waits on no node any more is nominated to none: the cluster
+            # autoscaler counts a nominated pod on its node)
+            task = cache.tasks.get(key)
+            if task is not None and task.pod.nominated_node:
+                self.status.nominate(task, "")
         for event in result.events:
             self.events.emit(event)
 

@@ -62,6 +62,40 @@ def test_nominated_node_is_tried_first():
     assert report["binds"] == {"default/p": "n2"}
 
 
+def _terminating(name: str, node_name: str, cpu: str) -> dict:
+    """Another scheduler's pod terminating on `node_name`: its room is releasing."""
+    obj = pod(name, cpu=cpu, node_name=node_name, scheduler="other")
+    obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return obj
+
+
+def _nominated(name: str, node_name: str, cpu: str) -> dict:
+    obj = pod(name, cpu=cpu)
+    obj["status"]["nominatedNodeName"] = node_name
+    return obj
+
+
+def test_a_nominated_pod_that_fits_now_elsewhere_does_not_wait():
+    """Nominated to n1, whose room is still being released, while n2 has room now: it
+    is bound to n2 (as kube-scheduler tries a nominated node only as the cluster is)."""
+    objects = [node("n1", cpu="4"), _terminating("old", "n1", cpu="4"),
+               node("n2", cpu="4"), _nominated("p", "n1", cpu="2")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {"default/p": "n2"} and report["pipelined"] == {}
+
+
+def test_a_nominated_pod_that_must_wait_waits_on_its_nominated_node():
+    """Room releasing on n1 and on n2 alike: nominated to n2 it keeps waiting there,
+    not on room released for another pod (unnominated, it would take n1, the first)."""
+    objects = [node("n1", cpu="4"), _terminating("old-1", "n1", cpu="4"),
+               node("n2", cpu="4"), _terminating("old-2", "n2", cpu="4"),
+               _nominated("p", "n2", cpu="2")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {} and report["pipelined"] == {"default/p": "n2"}
+    objects[-1] = pod("p", cpu="2")
+    assert simulate(objects, CONF)["pipelined"] == {"default/p": "n1"}
+
+
 def test_scheduling_gated_pod_waits_with_a_reason():
     report = simulate([node("n1"), pod("p", gates=["example.com/quota"])], CONF)
     assert report["binds"] == {}

@@ -679,3 +679,14 @@ def test_pods_of_a_podgroup_refused_say_why_and_run_once_it_is_fixed(server, dae
                and e["involvedObject"]["name"] == "p" for e in server.events())
     server.patch("PodGroup", "default", "neg", {"spec": {"minMember": 1}})
     wait_for(lambda: _bound(server)["p"] == 1, timeout=10)
+
+
+def test_a_pod_waiting_on_no_node_is_nominated_to_none(server, daemon):
+    """A pod nominated to a node it can no longer wait on (its victims' room went to
+    nothing: the node is gone, say) loses the nomination: the cluster autoscaler would
+    count it there."""
+    stale = pod("big", cpu="8")
+    stale["status"]["nominatedNodeName"] = "n1"
+    server.create_all([node("n1", cpu="2"), stale])
+    wait_for(lambda: _condition(server, "big") is not None)
+    wait_for(lambda: "nominatedNodeName" not in server.get("Pod", "default", "big")["status"])

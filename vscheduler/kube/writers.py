@@ -262,7 +262,7 @@ class KubeWriter:
             log.info("Dry run: would nominate", extra=fields(pod=task.key, node=node))
         else:
             self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status",
-                        {"status": {"nominatedNodeName": node}},
+                        {"status": {"nominatedNodeName": node or None}},
                         "application/strategic-merge-patch+json", "nominated")
 
     def podgroup(self, job: Job) -> None:
