@@ -26,8 +26,10 @@ none is served.
 As the real server: errors are `Status` objects; a Binding is answered 201 with a Status
 (not the Binding), 409 if the pod is bound or being deleted; a PUT or PATCH of an object
 with a status subresource ignores status, one of /status changes only status; a stale
-metadata.resourceVersion is 409 Conflict; a write that changes nothing is no write (same
-resourceVersion, no event); an object created through the API must have a DNS-1123
+metadata.resourceVersion is 409 Conflict, and so is another metadata.uid in a PUT (a
+precondition); a PATCH that would change metadata.uid is 422 (immutable), except to a
+custom resource's /status, which takes only the status; a write that changes nothing
+is no write (same resourceVersion, no event); an object created through the API must have a DNS-1123
 subdomain for its name and gets the server's own uid and creationTimestamp; deleting a pod
 on a node with a grace period only sets its deletionTimestamp (finish_deletion() ends
 it), one on no node goes at once; a Namespace
@@ -1934,6 +1936,10 @@ class FakeApiServer:
                            "namespace sent on the request")
         with self._cond:
             old = self._stored(res, (ns, name))
+            uid = meta.get("uid")
+            if uid and uid != old["metadata"].get("uid"):
+                raise ApiError(409, f"Precondition failed: UID in precondition: {uid}, UID "
+                               f"in object meta: {old['metadata'].get('uid')}", "Conflict")
             self._check_rv(res, obj, old)
             new = self._updated(res, sub, old, obj)
             return _Reply(200, self._commit(res, "MODIFIED", new, old))
@@ -1969,6 +1975,11 @@ class FakeApiServer:
                 self._check_rv(res, body, old)
             else:
                 self._check_rv(res, patched, old)
+            uid = (patched.get("metadata") or {}).get("uid")
+            if uid and uid != old["metadata"].get("uid") \
+                    and not (res.custom and sub == "status"):
+                raise ApiError(422, f'{res.kind} "{name}" is invalid: metadata.uid: Invalid '
+                               f'value: "{uid}": field is immutable', "Invalid")
             new = self._updated(res, sub, old, patched)
             return _Reply(200, self._commit(res, "MODIFIED", new, old))
 

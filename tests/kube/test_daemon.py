@@ -597,8 +597,7 @@ def test_writes_kept_are_retried_until_one_fails_again(server: FakeApiServer):
 
     cache = Cache()
     for i in range(3):
-        server.create(pod(f"p{i}", cpu="1"))
-        apply_event(cache, "Pod", "ADDED", pod(f"p{i}", cpu="1"))
+        apply_event(cache, "Pod", "ADDED", server.create(pod(f"p{i}", cpu="1")))
     api = client.ApiClient(client.Configuration(host=server.url))
     writer = KubeWriter(api, RateLimiter(1e6, 10**6), scheduler_name="vscheduler")
     try:
@@ -614,6 +613,68 @@ def test_writes_kept_are_retried_until_one_fails_again(server: FakeApiServer):
             f"no room for p{i}" for i in range(3)]
         writer.retry_unwritten()  # (nothing left)
         assert len(server.requests("PATCH", r"/pods/p\d/status$")) == 7
+    finally:
+        writer.close()
+        api.close()
+
+
+def _writer(server: FakeApiServer, cache: Any) -> tuple[Any, Any]:
+    from vscheduler.kube.writers import KubeWriter, RateLimiter
+
+    api = client.ApiClient(client.Configuration(host=server.url))
+    return KubeWriter(api, RateLimiter(1e6, 10**6), scheduler_name="vscheduler",
+                      cache=cache), api
+
+
+def test_a_kept_write_is_not_made_to_an_object_created_anew_under_its_name(server):
+    """A Queue's status and a pod's condition refused (503); then each is deleted and
+    created anew under its name. The retry writes neither onto the new object (the
+    Queue's /status would take it: it takes no uid precondition)."""
+    from vscheduler.cache import Cache
+    from vscheduler.kube.apply import apply_event
+    from vscheduler.resources import Resource
+
+    cache = Cache()
+    apply_event(cache, "Queue", "ADDED", server.create(queue("q")))
+    apply_event(cache, "Pod", "ADDED", server.create(pod("p", cpu="1")))
+    writer, api = _writer(server, cache)
+    try:
+        server.fail("PATCH", r"/queues/q/status$|/pods/p/status$", 503, times=2)
+        writer.queue("q", Resource.from_k8s({"cpu": "1"}))
+        writer.pending(cache.tasks["default/p"], ["no room"])
+        for kind, namespace, name, obj in (("Queue", "", "q", queue("q")),
+                                           ("Pod", "default", "p", pod("p", cpu="1"))):
+            server.delete(kind, namespace, name)
+            apply_event(cache, kind, "DELETED", server.get(kind, namespace, name) or obj)
+            apply_event(cache, kind, "ADDED", server.create(obj))
+        writer.retry_unwritten()
+        assert len(server.requests("PATCH", r"/queues/q/status$|/pods/p/status$")) == 2
+        assert not (server.get("Queue", "", "q").get("status") or {}).get("allocated")
+        # The new pod, waiting for the same reason, is told so all the same.
+        writer.pending(cache.tasks["default/p"], ["no room"])
+        assert _condition(server, "p") == "no room"
+    finally:
+        writer.close()
+        api.close()
+
+
+def test_a_pods_write_meant_for_another_of_its_name_is_refused_by_the_server(server):
+    """A write names its pod's uid: the API server refuses it (422, and it is not
+    retried) for a pod of the same name created since, which the cache has not seen."""
+    from vscheduler.cache import Cache
+    from vscheduler.kube.apply import apply_event
+
+    cache = Cache()
+    apply_event(cache, "Pod", "ADDED", server.create(pod("p", cpu="1")))
+    server.delete("Pod", "default", "p")
+    server.create(pod("p", cpu="1"))
+    writer, api = _writer(server, cache)
+    try:
+        writer.pending(cache.tasks["default/p"], ["no room"])
+        [request] = server.requests("PATCH", r"/pods/p/status$")
+        assert request.code == 422 and _condition(server, "p") is None
+        writer.retry_unwritten()
+        assert len(server.requests("PATCH", r"/pods/p/status$")) == 1
     finally:
         writer.close()
         api.close()

@@ -35,7 +35,7 @@ from vscheduler.kube.metrics import Metrics
 from vscheduler.kube.reflector import OPTIONAL_KINDS, Reflector
 from vscheduler.kube.writers import KubeWriter, RateLimiter
 from vscheduler.logs import fields
-from vscheduler.objects import BadObject, ParsedPod
+from vscheduler.objects import BadObject, ParsedPod, metadata
 from vscheduler.scheduler import Scheduler
 
 __all__ = ["Daemon"]
@@ -147,6 +147,9 @@ class Daemon:
                 if isinstance(read, BadObject):
                     raise read
                 apply_event(self.cache, kind, event_type, obj, read)
+                if kind == "Pod" and event_type == "DELETED":
+                    namespace, name, _ = metadata(obj or {})
+                    self.writer.forget_pod(f"{namespace}/{name}")
             except BadObject as err:
                 obj = obj or _named(kind, read)
                 event = refused(self.cache, obj, err, kind)

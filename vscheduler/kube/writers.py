@@ -109,6 +109,19 @@ def _error(err: Exception) -> str:
     return str(error_fields(err)["error"])
 
 
+def _of(uid: str, patch: dict) -> dict:
+    """`patch` for the object of `uid` only: the API server refuses it (409) for
+    another object of the same name, one created anew since (a write kept for a retry,
+    say). Without a uid known, for whatever has the name."""
+    if not uid:
+        return patch
+    return {**patch, "metadata": {**patch.get("metadata", {}), "uid": uid}}
+
+
+def _uid_of(patch: dict) -> str:
+    return str((patch.get("metadata") or {}).get("uid") or "")
+
+
 def _status_of(err: Exception) -> int | None:
     """The HTTP status of a failed request, None when no answer came."""
     return err.status if isinstance(err, ApiException) else None
@@ -145,13 +158,15 @@ class KubeWriter:
         self.instance = f"{scheduler_name}-{socket.gethostname()}"
         self.failures: queue.Queue[Failure] = queue.Queue()
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="writer")
-        self._conditions: dict[str, str] = {}  # pod key -> message last written
+        # pod key -> (its uid, the message last written): a pod created anew under the
+        # name is written to as well
+        self._conditions: dict[str, tuple[str, str]] = {}
         # Status writes the API server did not take for a passing reason (no answer, a
         # 5xx, 429), by (path, what of it): written again by `retry_unwritten`, unless a
         # newer write of the same thing takes their place. The scheduler writes a
         # status only when it changes, so a lost write would otherwise stay lost (a pod
         # with no PodScheduled=False is one the cluster autoscaler never sees).
-        self._unwritten: dict[tuple[str, str], Callable[[], None]] = {}
+        self._unwritten: dict[tuple[str, str], tuple[str, Callable[[], None]]] = {}
         # (event key, object uid) -> [(namespace, name) once written, count, last written,
         # last seen], least recently seen first
         self._events: OrderedDict[tuple, list[Any]] = OrderedDict()
@@ -244,17 +259,21 @@ class KubeWriter:
 
     def pending(self, task: Task, reasons: list[str]) -> None:
         message = reasons[0] if reasons else "waiting"
-        if self._conditions.get(task.key) == message:
+        written = self._conditions.get(task.key)
+        if written == (task.uid, message):
             return
-        self._conditions[task.key] = message
+        self._conditions[task.key] = (task.uid, message)
         if self.dry_run:
             log.info("Dry run: would write pod status", extra=fields(
                 pod=task.key, condition="PodScheduled=False", message=message))
             return
-        body = {"status": {"conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-            "message": message, "lastTransitionTime": _now()[:19] + "Z"}]}}
-        self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status", body,
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": message}
+        if written is None or written[0] != task.uid:
+            # (as kube-scheduler's: the time the status last changed, not the message)
+            condition["lastTransitionTime"] = _now()[:19] + "Z"
+        self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status",
+                    _of(task.uid, {"status": {"conditions": [condition]}}),
                     "application/strategic-merge-patch+json", "condition")
 
     def nominate(self, task: Task, node: str) -> None:
@@ -262,8 +281,17 @@ class KubeWriter:
             log.info("Dry run: would nominate", extra=fields(pod=task.key, node=node))
         else:
             self._patch(f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status",
-                        {"status": {"nominatedNodeName": node or None}},
+                        _of(task.uid, {"status": {"nominatedNodeName": node or None}}),
                         "application/strategic-merge-patch+json", "nominated")
+
+    def forget_pod(self, key: str) -> None:
+        """A pod deleted: nothing is kept for it (nor written to a pod created anew under
+        its name from what was meant for this one)."""
+        self._conditions.pop(key, None)
+        namespace, _, name = key.partition("/")
+        status = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+        self._unwritten.pop((status, "condition"), None)
+        self._unwritten.pop((status, "nominated"), None)
 
     def podgroup(self, job: Job) -> None:
         if self.dry_run:
@@ -282,7 +310,7 @@ class KubeWriter:
         else:  # coscheduling's status has no conditions and names its phases its way
             status["phase"] = _COSCHEDULING_PHASES.get(job.phase, job.phase)
         self._write_status(api_version, "podgroups", job.namespace, job.name,
-                           {"status": status})
+                           _of(spec.uid if spec is not None else "", {"status": status}))
 
     def _write_status(self, api_version: str, plural: str, namespace: str, name: str,
                       body: dict) -> None:
@@ -304,7 +332,7 @@ class KubeWriter:
                     if self.discovery.has_status(group, version, plural) == has_status:
                         return
                     continue
-                self._failed(what, target, err, lambda: self._write_status(
+                self._failed(what, target, err, _uid_of(body), lambda: self._write_status(
                     api_version, plural, namespace, name, body))
                 return
 
@@ -314,7 +342,8 @@ class KubeWriter:
                      extra=fields(queue=name, allocated=allocated.to_k8s()))
         else:
             self._patch(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}/status",
-                        {"status": {"allocated": allocated.to_k8s()}},
+                        _of(self._queue_uid(name), {"status": {"allocated":
+                                                               allocated.to_k8s()}}),
                         "application/merge-patch+json", "status")
 
     def queue_annotations(self, name: str, annotations: dict[str, str]) -> None:
@@ -323,15 +352,19 @@ class KubeWriter:
                      extra=fields(queue=name, annotations=annotations))
         else:
             self._patch(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}",
-                        {"metadata": {"annotations": annotations}},
+                        _of(self._queue_uid(name), {"metadata": {"annotations": annotations}}),
                         "application/merge-patch+json", "annotations")
+
+    def _queue_uid(self, name: str) -> str:
+        queue = self.cache.queues.get(name) if self.cache is not None else None
+        return queue.meta_uid if queue is not None else ""
 
     def _patch(self, path: str, body: dict, content_type: str,
                part: str | None = None) -> None:
         """PATCH the object at `path`. A status write names the `part` it writes: it is
-        kept to be written again if the failure may pass (see `_unwritten`; only the
-        scheduling thread writes statuses). An event's count is not: its next repeat
-        writes it."""
+        kept to be written again if the failure may pass (see `_unwritten`, which only
+        such writes touch: they are the scheduling thread's). An event's count (written
+        by the workers too) is not kept: its next repeat writes it."""
         log.log(V4, "Patching", extra=fields(**_object_of(path), path=path))
         what = (path, part or "")
         if part is not None:
@@ -343,29 +376,52 @@ class KubeWriter:
                 log.warning("Patch failed", extra=fields(**_object_of(path),
                                                          **error_fields(err)))
                 return
-            self._failed(what, path, err,
+            self._failed(what, path, err, _uid_of(body),
                          lambda: self._patch(path, body, content_type, part))
 
-    def _failed(self, what: tuple[str, str], path: str, err: Exception,
+    def _failed(self, what: tuple[str, str], path: str, err: Exception, uid: str,
                 again: Callable[[], None]) -> None:
         """A status write refused: logged, and kept to be written again unless the
         API server will refuse it again (the object is gone, or the write is wrong)."""
         log.warning("Patch failed", extra=fields(**_object_of(path), **error_fields(err)))
         status = _status_of(err)
         if status is None or status == 429 or status >= 500:
-            self._unwritten[what] = again
+            self._unwritten[what] = (uid, again)
 
     def retry_unwritten(self) -> None:
         """Write again the status writes that failed for a passing reason, oldest first,
         until one fails again: the API server is still unwell, and the rest wait for
         the next cycle (the daemon calls this once a cycle, while it leads) rather than
         each taking its own timeout in this one."""
-        for what, again in list(self._unwritten.items()):
-            if self._unwritten.get(what) is not again:
+        for what, kept in list(self._unwritten.items()):
+            if self._unwritten.get(what) is not kept:
                 continue  # (written anew since)
-            again()
+            if not self._still_meant(what[0], kept[0]):
+                del self._unwritten[what]
+                continue
+            kept[1]()
             if what in self._unwritten:
                 return
+
+    def _still_meant(self, path: str, uid: str) -> bool:
+        """Whether a kept write is still for an object the cache has: the same one (by
+        uid, not by name: it may have been created anew since) and, for a pod's status,
+        one still unbound. (The uid in the write makes the API server refuse it for
+        another object, but not a custom resource's /status.)"""
+        cache = self.cache
+        if cache is None or not uid:
+            return True
+        where = _object_of(path)
+        if where["kind"] == "Pod":
+            task = cache.tasks.get(where["object"])
+            return task is not None and task.uid == uid and not task.node_name
+        if where["kind"] == "Queue":
+            queue = cache.queues.get(where["object"])
+            return queue is not None and queue.meta_uid == uid
+        if where["kind"] == "PodGroup":
+            spec = cache.podgroups.get(where["object"])
+            return spec is not None and spec.uid == uid
+        return True
 
     # ---------------------------------------------------------------- events
 
