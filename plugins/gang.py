@@ -166,8 +166,11 @@ class GangPlugin(Plugin):
                 if not any(c.reason == TIMEOUT_REASON and c.status == "True"
                            for c in job.conditions):
                     session.timed_out(job, timed_out)
-                    job.set_condition(Condition("Unschedulable", "True", TIMEOUT_REASON,
-                                                timed_out, session.uid))
+                # (set in every session, the same: it is what the gang's events and its
+                # pods' reasons say, not that it lacks room; unchanged, it is not
+                # written again)
+                job.set_condition(Condition("Unschedulable", "True", TIMEOUT_REASON,
+                                            timed_out, session.uid))
                 continue
             if job.is_ready():
                 # Written only when it changes: a job left as it was is not copied anew

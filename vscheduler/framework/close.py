@@ -281,16 +281,12 @@ def _still_fits(task: Task, node: Node) -> bool:
 
 
 def _unschedulable_message(session: Session, job: Job, pending: int) -> str:
-    """The PodGroup's Unschedulable event says what its condition says (kubectl
-    describe shows both, side by side): the one a plugin set in this session, else one
-    that still holds from an earlier session (a gang given up at its timeout stays
-    so, and is not told it merely lacks room)."""
-    holding = [c for c in job.conditions if c.type == "Unschedulable" and c.status == "True"]
-    for condition in holding:
-        if condition.transition_id == session.uid:
+    """The PodGroup's Unschedulable event says what its condition says, when a plugin
+    set one in this session (kubectl describe shows both, side by side)."""
+    for condition in job.conditions:
+        if (condition.type == "Unschedulable" and condition.status == "True"
+                and condition.transition_id == session.uid):
             return condition.message
-    if holding:
-        return holding[-1].message
     return f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
 
 
