@@ -86,6 +86,18 @@ def test_gang_of_lower_priority_goes_whole():
         for i in range(3)]
 
 
+def test_a_victim_whose_podgroup_is_gone_is_told_on_itself_only():
+    """Its PodGroup deleted under it, the pod's job is held only: the eviction's event
+    is on the pod, none on a PodGroup that does not exist."""
+    objects = [*CLASSES, node("n1", cpu="2"),
+               running("v", cpu="2", group="gone", priority_class="low"),
+               pod("urgent", cpu="2", priority_class="high")]
+    report = simulate(objects, CONF)
+    assert [e["pod"] for e in report["evictions"]] == ["default/v"]
+    assert [e["object"] for e in report["events"] if e["reason"] == "Evict"] == [
+        "Pod/default/v"]
+
+
 def test_a_gang_with_a_pod_on_a_deleted_node_goes_whole_from_the_nodes_left():
     """Its pod whose node was deleted is neither a victim nor a crash."""
     objects = [*CLASSES, node("n1", cpu="3"),

@@ -413,7 +413,7 @@ class Session:
             message += (f" (an elastic replica: its job keeps at least its minMember "
                         f"{job.min_available})")
         self.event(f"Pod/{task.key}", "Warning", "Evict", message)
-        if job is not None and not job.bare:
+        if job is not None and not (job.bare or job.held_only):
             # (and on its PodGroup, as Volcano records it, where `kubectl describe pg`
             # shows why the gang lost pods)
             self.event(f"PodGroup/{job.uid}", "Normal", "Evict", f"Pod {task.key}: {message}")
