@@ -125,6 +125,33 @@ def test_a_leader_that_stops_gives_the_lease_up(server):
         thread_b.join(timeout=3)
 
 
+def test_a_release_waits_out_a_renewal_in_flight_and_none_follows(server):
+    """SIGTERM while the elector is inside a slow renewal (a GET that took its
+    retries): the release waits for it, and the elector does not take the Lease back
+    afterwards."""
+    a, stop_a, thread_a = _candidate(server, "a")
+    try:
+        wait_for(a.is_leader.is_set)
+        real = a._call
+
+        def slow(method: str, path: str, body: object = None) -> dict:
+            if method == "GET" and threading.current_thread() is thread_a:
+                time.sleep(TIMES["renew_deadline"] * 1.5)
+            return real(method, path, body)
+
+        a._call = slow  # type: ignore[method-assign]
+        time.sleep(TIMES["retry_period"] * 2)  # (the elector is inside a slow GET now)
+        stop_a.set()
+        a.release()
+        thread_a.join(timeout=5)
+        time.sleep(TIMES["lease_duration"])
+        spec = server.lease("kube-system", "vscheduler")["spec"]
+        assert spec["holderIdentity"] == "" and not a.is_leader.is_set()
+    finally:
+        stop_a.set()
+        thread_a.join(timeout=3)
+
+
 def test_bad_timings_are_refused():
     with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
         LeaderElector(client.ApiClient(), "ns", "l", "me", lease_duration=5,

@@ -224,11 +224,9 @@ class Daemon:
 
     def run(self) -> int:
         """Cycle until `stop` is set (SIGTERM sets it); 1 if leadership was lost."""
-        electing = None
         if self.elector is not None:
-            electing = threading.Thread(target=self.elector.run, args=(self.stop,),
-                                        name="leader", daemon=True)
-            electing.start()
+            threading.Thread(target=self.elector.run, args=(self.stop,), name="leader",
+                             daemon=True).start()
         while not self.stop.is_set():
             if self.elector is not None and self.elector.lost.is_set():
                 self.stop.set()
@@ -239,10 +237,8 @@ class Daemon:
                 log.exception("Scheduling cycle failed")
             self.stop.wait(self.period)
         self.writer.close()
-        if electing is not None and self.elector is not None and not self.elector.lost.is_set():
-            # (after the writes in flight, and once the elector renews no more)
-            electing.join(timeout=self.elector.renew_deadline)
-            self.elector.release()
+        if self.elector is not None and not self.elector.lost.is_set():
+            self.elector.release()  # (after the writes in flight; waits out a renewal)
         return 1 if self.elector is not None and self.elector.lost.is_set() else 0
 
 

@@ -60,6 +60,10 @@ class LeaderElector:
         self._observed: tuple[Any, float] | None = None  # (record, when we saw it change)
         self._renewed = 0.0
         self._holder: str | None = None  # the holder last logged
+        # One attempt to acquire or renew at a time, and none once the Lease is given
+        # up: a renewal in flight would otherwise take it back after the release.
+        self._turn = threading.Lock()
+        self._released = False
 
     def leading(self) -> bool:
         """Whether to schedule now: leader, and renewed within the renew deadline."""
@@ -68,10 +72,15 @@ class LeaderElector:
 
     def release(self) -> None:
         """Give the Lease up if this replica holds it (best effort: a standby otherwise
-        takes it once it runs out)."""
-        if not self.is_leader.is_set():
-            return
-        self.is_leader.clear()
+        takes it once it runs out), once a renewal in flight is done; the elector then
+        neither acquires nor renews."""
+        with self._turn:
+            self._released = True
+            if self.is_leader.is_set():
+                self.is_leader.clear()
+                self._give_up()
+
+    def _give_up(self) -> None:
         try:
             lease = self._call("GET", self.path)
             spec = lease.get("spec") or {}
@@ -124,6 +133,11 @@ class LeaderElector:
                 "acquireTime": acquired or now, "renewTime": now}
 
     def _try(self) -> None:
+        with self._turn:
+            if not self._released:
+                self._acquire_or_renew()
+
+    def _acquire_or_renew(self) -> None:
         try:
             lease = self._call("GET", self.path)
         except ApiException as err:
