@@ -209,8 +209,9 @@ def test_the_hint_stays_for_a_node_that_still_has_room():
 
 
 def test_the_clock_moves_between_sessions_when_no_file_gives_a_time():
-    """No creationTimestamp and no --now: the clock starts at the epoch and moves a
-    session interval each session all the same (fairshare's history takes its time)."""
+    """No creationTimestamp and no --now: the objects are taken as created a second
+    apart in the order given, the clock starts at the last, and it moves a session
+    interval each session all the same (fairshare's history takes its time)."""
     history_conf = """
 actions: "enqueue, allocate"
 tiers:
@@ -223,4 +224,4 @@ tiers:
     simulation.run(6)
     history = json.loads(simulation.report.as_dict()["queues"]["q"]["annotations"][
         "elastic.gpu/usage-history"])
-    assert history["at"] == "1970-01-01T00:50:00Z" and history["share"] > 0
+    assert history["at"] == "1970-01-01T00:50:02Z" and history["share"] > 0

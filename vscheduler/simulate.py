@@ -292,7 +292,7 @@ class Simulation:
                 self.report.add_event(refused(self.cache, obj, err, where=where))
                 continue
             if kind:
-                self._see_time(obj)
+                self._see_time(obj, float(index))
                 self._note_repeat(kind, obj, where)
 
     def _note_repeat(self, kind: str, obj: dict, where: str) -> None:
@@ -306,11 +306,14 @@ class Simulation:
                 f"{where}: given again (first at {first}); the later one is read"))
             self._given[key] = where
 
-    def _see_time(self, obj: dict) -> None:
+    def _see_time(self, obj: dict, order: float) -> None:
+        """The clock starts at the newest creation time read: an object's
+        creationTimestamp, else its place in the files, which stands for it."""
         if self._fixed_start or self.report.sessions:
             return
         stamp = timestamp_of(obj)
-        if stamp is not None and (self.now is None or stamp > self.now):
+        stamp = order if stamp is None else stamp
+        if self.now is None or stamp > self.now:
             self.now = stamp
 
     def _add(self, obj: dict, order: float) -> str | None:
@@ -322,8 +325,6 @@ class Simulation:
         """Let time pass, then run one session and apply its decisions."""
         self._advance()
         if self.report.sessions:
-            # (files without timestamps start the clock at the epoch: it moves all the
-            # same, for what reads time between sessions, a usage history say)
             self.now = (self.now or 0.0) + self.session_seconds
         self.report.sessions += 1
         result = self.scheduler.run_once()
