@@ -479,6 +479,8 @@ def test_victims_are_deleted_with_the_configured_grace_period(server, tmp_path):
 def test_without_one_victims_get_their_own_grace_period(server, tmp_path):
     request, victim = _evicted_with(server, tmp_path, RECLAIM)
     assert not (request.body or {}).get("gracePeriodSeconds")
+    # This pod only: not one created anew under its name since.
+    assert request.body["preconditions"] == {"uid": victim["metadata"]["uid"]}
     assert "gracePeriodSeconds" not in request.query
     # the pod's terminationGracePeriodSeconds, 30 when it does not say
     assert victim["metadata"]["deletionGracePeriodSeconds"] == 30

@@ -78,7 +78,9 @@ def _eviction_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
     shows the pod running, not yet terminating, on the node it is being evicted from.
     The pod's room stays releasing until the eviction is refused (`Cache.unevict`) or
     the pod ends; taking the view would offer that room to the next session as held,
-    and it would pick another victim for the pod already waiting on it."""
+    and it would pick another victim for the pod already waiting on it. (Under
+    --dry-run no eviction is sent: the victim stays releasing, as the dry run's binds
+    stay made.)"""
     known = cache.tasks.get(parsed.pod.key)
     if known is None or known.uid != parsed.pod.uid:
         return False  # (another pod of the same name: one created anew, say)

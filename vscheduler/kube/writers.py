@@ -228,22 +228,26 @@ class KubeWriter:
                      "message": f"{self.scheduler_name}: {eviction.action} to make room for "
                                 f"{eviction.preemptor}",
                      "lastTransitionTime": _now()[:19] + "Z"}
-        self.pool.submit(self._evict, task.namespace, task.name, task.key,
+        self.pool.submit(self._evict, task.namespace, task.name, task.key, task.uid,
                          eviction.grace_seconds, condition)
 
-    def _evict(self, namespace: str, name: str, key: str, grace: int | None,
+    def _evict(self, namespace: str, name: str, key: str, uid: str, grace: int | None,
                condition: dict[str, str]) -> None:
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
         try:
             # Marked first, as kube-scheduler marks its victims: a Job's podFailurePolicy
             # (onPodConditions DisruptionTarget) then does not count the pod's end
             # against its backoffLimit.
-            self._call("PATCH", f"{path}/status", {"status": {"conditions": [condition]}},
+            self._call("PATCH", f"{path}/status",
+                       _of(uid, {"status": {"conditions": [condition]}}),
                        "application/strategic-merge-patch+json")
             # The pod's own grace period applies unless the action sets one: it may
-            # checkpoint before it stops.
-            body = {} if grace is None else {"apiVersion": "v1", "kind": "DeleteOptions",
-                                             "gracePeriodSeconds": grace}
+            # checkpoint before it stops. This pod only, not one of its name since.
+            body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+            if uid:
+                body["preconditions"] = {"uid": uid}
+            if grace is not None:
+                body["gracePeriodSeconds"] = grace
             self._call("DELETE", path, body)
         except ApiException as err:
             if err.status != 404:  # gone already: what the eviction wanted
