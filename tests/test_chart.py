@@ -75,6 +75,8 @@ CLUSTER_GRANTS = {
       for verb in ("update", "patch")),
     # Volcano's PodGroup CRD has no status subresource: status is patched on the object.
     ("scheduling.volcano.sh", "podgroups", "patch"),
+    # fairshare's usage history, an annotation on the Queue
+    ("scheduling.volcano.sh", "queues", "patch"),
     *(("policy", "poddisruptionbudgets", verb) for verb in ("get", "list", "watch")),
     # Volcano's network topology: read only (its controllers or an administrator write it).
     *(("topology.volcano.sh", "hypernodes", verb) for verb in ("get", "list", "watch")),
