@@ -354,7 +354,15 @@ class CapacityPlugin(QueueUsage, Plugin):
         if parent != ROOT and mine is not None:
             for child in tree.children[parent]:
                 theirs = capability_of(queues[child])
-                if theirs is not None and not theirs.less_equal(mine, missing_infinite=True):
+                if theirs is None:
+                    continue
+                # (what the child does not set it takes from its parent: not beyond it)
+                written = queues[child].capability
+                if written is not None and written.cpu <= 0:
+                    theirs.cpu = mine.cpu
+                if written is not None and written.memory <= 0:
+                    theirs.memory = mine.memory
+                if not theirs.less_equal(mine, missing_infinite=True):
                     self.session.event(
                         f"Queue/{parent}", "Warning", "InvalidQueueTree",
                         f"child queue {child} has a capability ({resource_text(theirs)}) "

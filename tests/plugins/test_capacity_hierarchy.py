@@ -571,6 +571,17 @@ def test_child_capability_over_the_parent_warns_and_the_parent_still_caps():
     assert len(report["binds"]) == 2
 
 
+def test_a_child_that_sets_only_some_limits_takes_the_rest_without_a_warning():
+    """A child capped on GPUs alone under a parent capped on cpu, memory and GPUs: its
+    cpu and memory are the parent's (limits pass down), not beyond them."""
+    objects = [n1(), ROOT, q("parent", capability=res("4", "4Gi", {"nvidia.com/gpu": "8"})),
+               q("child", "parent", capability=res(None, None, {"nvidia.com/gpu": "4"}))]
+    report = simulate(objects, CONF)
+    assert not warnings_on(report, "Queue/parent"), report["events"]
+    objects[-1] = q("child", "parent", capability=res(None, None, {"nvidia.com/gpu": "9"}))
+    assert warnings_on(simulate(objects, CONF), "Queue/parent")
+
+
 def test_reclaim_checks_the_reclaimers_ancestors_real_capability():
     """DIFFERENCE (item 7): Volcano lets a leaf reclaim while the leaf is within its real
     capability, even if its parent is at its own. Here parent (capped at 2 cpus) holds
