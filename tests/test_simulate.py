@@ -56,6 +56,8 @@ def test_a_settled_cluster_with_nothing_pending_is_not_scheduled_again():
     simulation.step()
     assert "allocate" in simulation.timings
     assert simulation.report.binds["default/late"] == "n1"
+    # Sessions are numbered as they run (the daemon logs each), idle cycles aside.
+    assert simulation.scheduler.sessions == 3
 
 
 def test_skipping_quiet_sessions_changes_no_decision(monkeypatch: pytest.MonkeyPatch):

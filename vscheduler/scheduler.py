@@ -88,12 +88,12 @@ class Scheduler:
     def run_once(self) -> SessionResult | None:
         """One cycle; None when nothing changed since the last session and nothing
         waits (a session would decide nothing and write what it wrote last time)."""
-        self.sessions += 1
         started = time.perf_counter()
         cache = self.cache
         if cache.generation == self._settled and not cache.has_work():
             self.timings = {"idle": time.perf_counter() - started}
             return None
+        self.sessions += 1  # (sessions run, numbered as the daemon logs them)
         snapshot = cache.snapshot()
         snapshot_seconds = time.perf_counter() - started
         session = Session(snapshot, self.conf, default_queue=self.default_queue,
