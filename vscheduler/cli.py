@@ -459,7 +459,8 @@ def _parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser(
         "simulate", help="run scheduling sessions on manifest files, with no cluster",
         description="Load Kubernetes manifests (Nodes, Pods, PodGroups, Queues, "
-                    "PriorityClasses), run sessions in memory and print the decisions.")
+                    "PriorityClasses, PodDisruptionBudgets, HyperNodes, Namespaces), run "
+                    "sessions in memory and print the decisions.")
     simulate.add_argument("files", nargs="+", metavar="FILE",
                           help="YAML manifests (- reads stdin)")
     simulate.add_argument("--conf", help="volcano-scheduler.conf (default: Volcano's "

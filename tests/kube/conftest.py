@@ -14,6 +14,7 @@ from kubernetes import client
 from tests.apiserver import FakeApiServer
 from tests.binaries import binary
 from vscheduler.kube.daemon import Daemon
+from vscheduler.kube.leader import LeaderElector
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -23,15 +24,16 @@ tiers:
 """
 
 
-def start_daemon(server: FakeApiServer, tmp_path: Path, conf: str = CONF,
+def start_daemon(server: FakeApiServer, tmp_path: Path, conf: str = CONF, *,
+                 elector: LeaderElector | None = None,
                  **writer: object) -> tuple[Daemon, Callable[[], None]]:
     """A daemon on `server`, its first lists done and its loop running in a thread,
-    with short watch timeouts and back-off; `writer` sets attributes of its writer.
-    Returns the daemon and the function that stops it."""
+    with short watch timeouts and back-off, electing with `elector` if given; `writer`
+    sets attributes of its writer. Returns the daemon and the function that stops it."""
     path = tmp_path / "volcano-scheduler.conf"
     path.write_text(conf)
     api = client.ApiClient(client.Configuration(host=server.url))
-    daemon = Daemon(api, str(path), period=0.05)
+    daemon = Daemon(api, str(path), period=0.05, elector=elector)
     for name, value in writer.items():
         setattr(daemon.writer, name, value)
     for reflector in daemon.reflectors:

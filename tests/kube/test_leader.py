@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from kubernetes import client
@@ -31,6 +32,20 @@ def _candidate(server: FakeApiServer, identity: str) -> tuple[LeaderElector, thr
     return elector, stop, thread
 
 
+@contextmanager
+def _candidates(server: FakeApiServer, *identities: str) -> Iterator[list[tuple[
+        LeaderElector, threading.Event, threading.Thread]]]:
+    """Candidates electing (in their threads) until the block ends, then stopped."""
+    running = [_candidate(server, identity) for identity in identities]
+    try:
+        yield running
+    finally:
+        for _, stop, _ in running:
+            stop.set()
+        for _, _, thread in running:
+            thread.join(timeout=3)
+
+
 def _watch_overlap(electors: list[LeaderElector], seconds: float) -> int:
     """How often more than one candidate believed it led, sampled for `seconds`."""
     overlaps = 0
@@ -42,9 +57,7 @@ def _watch_overlap(electors: list[LeaderElector], seconds: float) -> int:
 
 
 def test_one_leader_and_a_takeover_within_the_lease_duration(server: FakeApiServer):
-    a, stop_a, thread_a = _candidate(server, "a")
-    b, stop_b, thread_b = _candidate(server, "b")
-    try:
+    with _candidates(server, "a", "b") as [(a, stop_a, _), (b, stop_b, _)]:
         wait_for(lambda: a.is_leader.is_set() or b.is_leader.is_set())
         assert _watch_overlap([a, b], 0.5) == 0
         stop_leader, follower = (stop_a, b) if a.is_leader.is_set() else (stop_b, a)
@@ -62,51 +75,38 @@ def test_one_leader_and_a_takeover_within_the_lease_duration(server: FakeApiServ
         assert TIMES["lease_duration"] * 0.8 <= took <= TIMES["lease_duration"] + 1.0
         assert server.lease("kube-system", "vscheduler")["spec"]["holderIdentity"] == \
             follower.identity
-    finally:
-        stop_a.set()
-        stop_b.set()
-        thread_a.join(timeout=3)
-        thread_b.join(timeout=3)
 
 
 def test_a_leader_that_cannot_renew_steps_down_before_the_lease_expires(server):
-    a, stop_a, thread_a = _candidate(server, "a")
-    try:
-        wait_for(a.is_leader.is_set)
-        server.go_down()
-        lost_at = time.monotonic()
-        wait_for(a.lost.is_set, timeout=3)
-        assert not a.is_leader.is_set()
-        assert time.monotonic() - lost_at < TIMES["lease_duration"]
-    finally:
-        server.come_back()
-        stop_a.set()
-        thread_a.join(timeout=3)
+    with _candidates(server, "a") as [(a, _, _)]:
+        try:
+            wait_for(a.is_leader.is_set)
+            server.go_down()
+            lost_at = time.monotonic()
+            wait_for(a.lost.is_set, timeout=3)
+            assert not a.is_leader.is_set()
+            assert time.monotonic() - lost_at < TIMES["lease_duration"]
+        finally:
+            server.come_back()
 
 
 def test_a_leader_that_finds_the_lease_taken_has_lost(server):
     """Paused past the lease duration (SIGSTOP, a long GC), a leader wakes to find the
     Lease held by another: it has lost leadership (the daemon exits, as kube-scheduler
     does), it does not stand by with a cache that went stale while it led."""
-    a, stop_a, thread_a = _candidate(server, "a")
-    try:
+    with _candidates(server, "a") as [(a, _, _)]:
         wait_for(a.is_leader.is_set)
         lease = server.lease("kube-system", "vscheduler")
         lease["spec"]["holderIdentity"] = "b"
         server.update(lease)
         wait_for(a.lost.is_set, timeout=3)
         assert not a.is_leader.is_set() and not a.leading()
-    finally:
-        stop_a.set()
-        thread_a.join(timeout=3)
 
 
 def test_a_leader_that_stops_gives_the_lease_up(server):
     """Stopped (SIGTERM), a leader releases the Lease: a standby takes it at once, not
     a lease duration later."""
-    a, stop_a, thread_a = _candidate(server, "a")
-    b, stop_b, thread_b = _candidate(server, "b")
-    try:
+    with _candidates(server, "a", "b") as [(a, stop_a, thread_a), (b, stop_b, thread_b)]:
         wait_for(lambda: a.is_leader.is_set() or b.is_leader.is_set())
         leader, follower, stop = (a, b, stop_a) if a.is_leader.is_set() else (b, a, stop_b)
         stop.set()
@@ -118,19 +118,13 @@ def test_a_leader_that_stops_gives_the_lease_up(server):
         assert time.monotonic() - stopped < TIMES["lease_duration"] * 0.8
         assert server.lease("kube-system", "vscheduler")["spec"]["holderIdentity"] == \
             follower.identity
-    finally:
-        stop_a.set()
-        stop_b.set()
-        thread_a.join(timeout=3)
-        thread_b.join(timeout=3)
 
 
 def test_a_release_waits_out_a_renewal_in_flight_and_none_follows(server):
     """SIGTERM while the elector is inside a slow renewal (a GET that took its
     retries): the release waits for it, and the elector does not take the Lease back
     afterwards."""
-    a, stop_a, thread_a = _candidate(server, "a")
-    try:
+    with _candidates(server, "a") as [(a, stop_a, thread_a)]:
         wait_for(a.is_leader.is_set)
         real = a._call
 
@@ -147,9 +141,6 @@ def test_a_release_waits_out_a_renewal_in_flight_and_none_follows(server):
         time.sleep(TIMES["lease_duration"])
         spec = server.lease("kube-system", "vscheduler")["spec"]
         assert spec["holderIdentity"] == "" and not a.is_leader.is_set()
-    finally:
-        stop_a.set()
-        thread_a.join(timeout=3)
 
 
 def test_bad_timings_are_refused():

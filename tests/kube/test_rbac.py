@@ -6,7 +6,6 @@ API server's authorizer would check it."""
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
 
 import helm_python as helm
@@ -15,7 +14,7 @@ from kubernetes import client
 
 from tests.apiserver import FakeApiServer, wait_for
 from tests.builders import node, pod, queue
-from vscheduler.kube.daemon import Daemon
+from tests.kube.conftest import start_daemon
 from vscheduler.kube.leader import LeaderElector
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "vscheduler"
@@ -78,18 +77,11 @@ def _authorized(method: str, path: str, watch: bool) -> tuple[str, str, str, str
 
 
 def test_every_request_of_the_daemon_is_granted_by_the_chart(tmp_path: Path):
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
     with FakeApiServer(bookmark_interval=0.1) as server:
         api = client.ApiClient(client.Configuration(host=server.url))
         elector = LeaderElector(api, NAMESPACE, "vscheduler", "a", lease_duration=1.0,
                                 renew_deadline=0.6, retry_period=0.1)
-        daemon = Daemon(api, str(conf), period=0.05, elector=elector)
-        for reflector in daemon.reflectors:
-            reflector.watch_timeout = 5
-        assert daemon.start_watches(synced_timeout=5)
-        thread = threading.Thread(target=daemon.run, daemon=True)
-        thread.start()
+        _, stop = start_daemon(server, tmp_path, CONF, elector=elector)
         try:
             server.create_all([node("n1", cpu="4"), queue("a"), queue("b"),
                                *(pod(f"a-{i}", cpu="1", queue="a", node_name="n1")
@@ -102,8 +94,7 @@ def test_every_request_of_the_daemon_is_granted_by_the_chart(tmp_path: Path):
                                  for b in server.bindings()), timeout=10)
             wait_for(lambda: server.requests("PATCH", r"/queues/[ab]$"))  # (the history)
         finally:
-            daemon.stop.set()
-            thread.join(timeout=10)
+            stop()
             api.close()
         requests = server.requests()
     granted = _rendered_grants({"leaderElect": True})
