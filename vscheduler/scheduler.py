@@ -132,18 +132,16 @@ class Scheduler:
             task = cache.tasks.get(key)
             if task is not None:
                 self.status.pending(task, reasons)
+                if task.pod.nominated_node:
+                    # (it waits on no node any more: the cluster autoscaler counts a
+                    # nominated pod on its node)
+                    self.status.nominate(task, "")
         for key, node in result.pipelined.items():
             task = cache.tasks.get(key)
             if task is not None:
                 self.status.pending(task, [pipelined_reason(key, node)])
                 if task.pod.nominated_node != node:
                     self.status.nominate(task, node)
-        for key in result.pending:
-            # (a pod that waits on no node any more is nominated to none: the cluster
-            # autoscaler counts a nominated pod on its node)
-            task = cache.tasks.get(key)
-            if task is not None and task.pod.nominated_node:
-                self.status.nominate(task, "")
         for event in result.events:
             self.events.emit(event)
 
