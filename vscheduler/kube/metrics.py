@@ -34,7 +34,8 @@ The seed's `elastic_gpu_*` metrics (seed 000) count GPUs by queue, beside Volcan
   plugin, so without it a queue's quota is its capability even if it is annotated.
   `used` has a series, 0 if need be, for every card or resource the queue has a quota
   of, so that `used / quota` is defined for every limited queue; a queue with no quota
-  of a card has no quota series for it (unbounded).
+  of a card has no quota series for it (unbounded, or, where capacity-card reports the
+  queue, none of that card: see docs/metrics.md).
 - `elastic_gpu_wait_seconds{queue}`: for each GPU pod bound, the seconds from the later
   of its creation and its PodGroup's creation to the session that bound it: the time
   the scheduler could have placed it (a pod created before its PodGroup cannot be
