@@ -32,7 +32,6 @@ from vscheduler.framework.topology_placement import (
 )
 from vscheduler.model import Job, Node, Queue, Task, TaskStatus
 from vscheduler.plugin import Action, Argument
-from vscheduler.resources import Resource
 from vscheduler.topology import Domain
 
 S = TaskStatus
@@ -177,10 +176,11 @@ class Allocate(Action):
         releasing room; one that fits now elsewhere does not wait at all."""
         nominated = session.nodes.get(task.pod.nominated_node)
         waits_there = False
-        if nominated is not None:
-            if _fits(session, task, nominated, Node.insufficient_now):
+        if nominated is not None and predicate_nodes(
+                session, task, [nominated], Node.insufficient_future)[0]:
+            if nominated.insufficient_now(task.resreq) is None:
                 return nominated, NodeFitErrors()
-            waits_there = _fits(session, task, nominated, Node.insufficient_future)
+            waits_there = True
         found = self._search.best(task)
         if found is None:
             cache = (known.setdefault(task.role, {}) if known is not None and task.role
@@ -210,15 +210,6 @@ class Allocate(Action):
             found = (_best_node(session, task, feasible) if feasible else None), errors
         node, errors = found
         return node, (errors if node is not None else domain_errors(domain, errors))
-
-
-def _fits(session: Session, task: Task, node: Node,
-          room: Callable[[Node, Resource], str | None]) -> bool:
-    """Whether `task` may go on `node`: `room` (now, or once releasing pods are gone)
-    and the predicates."""
-    if room(node, task.resreq) is not None:
-        return False
-    return bool(predicate_nodes(session, task, [node], room)[0])
 
 
 def _best_node(session: Session, task: Task, feasible: list[Node]) -> Node:

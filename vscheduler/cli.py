@@ -436,8 +436,9 @@ def _plugins(args: argparse.Namespace) -> int:
                 print(f"      fails to load: {brief(str(err))}")
                 code = 1
                 continue
-            if summary_of(cls, name):
-                print(summary.fill(summary_of(cls, name)))
+            said = summary_of(cls, name)
+            if said:
+                print(summary.fill(said))
             for argument in getattr(cls, "arguments", ()):
                 if not isinstance(argument, Argument):
                     print(f"      {brief(argument)}: not an Argument")

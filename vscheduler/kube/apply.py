@@ -11,7 +11,7 @@ from typing import Any
 
 from vscheduler.cache import Cache
 from vscheduler.ingest import READ_GROUPS, parse_object, put_object
-from vscheduler.model import ALLOCATED_STATUSES
+from vscheduler.model import ALLOCATED_STATUSES, Task
 from vscheduler.model import TaskStatus as S
 from vscheduler.objects import BadObject, ParsedPod, metadata
 from vscheduler.textinput import brief
@@ -65,10 +65,8 @@ def _bind_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
     """Whether a pod read is a pending view of one the scheduler decided to bind: it
     shows no node until the API server has the Binding, and the decision is kept rather
     than made pending again (Volcano too)."""
-    known = cache.tasks.get(parsed.pod.key)
-    if known is None or known.uid != parsed.pod.uid:
-        return False  # (another pod of the same name: one created anew, say)
-    if not known.status & ALLOCATED_STATUSES or not known.node_name:
+    known = _same_pod(cache, parsed)
+    if known is None or not known.status & ALLOCATED_STATUSES or not known.node_name:
         return False
     return not parsed.node_name and (parsed.pod.phase or "Pending") == "Pending"
 
@@ -81,12 +79,17 @@ def _eviction_in_flight(cache: Cache, parsed: ParsedPod) -> bool:
     and it would pick another victim for the pod already waiting on it. (Under
     --dry-run no eviction is sent: the victim stays releasing, as the dry run's binds
     stay made.)"""
-    known = cache.tasks.get(parsed.pod.key)
-    if known is None or known.uid != parsed.pod.uid:
-        return False  # (another pod of the same name: one created anew, say)
-    if known.status != S.RELEASING or parsed.deleting:
+    known = _same_pod(cache, parsed)
+    if known is None or known.status != S.RELEASING or parsed.deleting:
         return False
     return parsed.node_name == known.node_name and parsed.status in (S.RUNNING, S.BOUND)
+
+
+def _same_pod(cache: Cache, parsed: ParsedPod) -> Task | None:
+    """The cache's task of the pod read, if the cache has this very pod (not another of
+    its name: one created anew, say)."""
+    known = cache.tasks.get(parsed.pod.key)
+    return known if known is not None and known.uid == parsed.pod.uid else None
 
 
 def _delete(cache: Cache, kind: str, namespace: str, name: str) -> None:

@@ -110,9 +110,10 @@ def _error(err: Exception) -> str:
 
 
 def _of(uid: str, patch: dict) -> dict:
-    """`patch` for the object of `uid` only: the API server refuses it (409) for
-    another object of the same name, one created anew since (a write kept for a retry,
-    say). Without a uid known, for whatever has the name."""
+    """`patch` for the object of `uid` only: the API server refuses it (422: its
+    metadata.uid is immutable) for another object of the same name, one created anew
+    since (a write kept for a retry, say), except at a custom resource's /status, which
+    takes the status alone. Without a uid known, for whatever has the name."""
     if not uid:
         return patch
     return {**patch, "metadata": {**patch.get("metadata", {}), "uid": uid}}
@@ -188,10 +189,7 @@ class KubeWriter:
     # ---------------------------------------------------------------- binder / evictor
 
     def bind(self, task: Task, node: str) -> None:
-        self._conditions.pop(task.key, None)
-        status = f"/api/v1/namespaces/{task.namespace}/pods/{task.name}/status"
-        self._unwritten.pop((status, "condition"), None)
-        self._unwritten.pop((status, "nominated"), None)
+        self.forget_pod(task.key)
         if self.dry_run:
             log.info("Dry run: would bind", extra=fields(pod=task.key, node=node))
             return
@@ -289,8 +287,8 @@ class KubeWriter:
                         "application/strategic-merge-patch+json", "nominated")
 
     def forget_pod(self, key: str) -> None:
-        """A pod deleted: nothing is kept for it (nor written to a pod created anew under
-        its name from what was meant for this one)."""
+        """A pod bound or deleted: what was written or kept to write of its waiting
+        goes (nothing meant for it is written to a pod created anew under its name)."""
         self._conditions.pop(key, None)
         namespace, _, name = key.partition("/")
         status = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
@@ -376,20 +374,17 @@ class KubeWriter:
         try:
             self._call("PATCH", path, body, content_type)
         except Exception as err:
-            if part is None:
-                log.warning("Patch failed", extra=fields(**_object_of(path),
-                                                         **error_fields(err)))
-                return
-            self._failed(what, path, err, _uid_of(body),
+            self._failed(what if part is not None else None, path, err, _uid_of(body),
                          lambda: self._patch(path, body, content_type, part))
 
-    def _failed(self, what: tuple[str, str], path: str, err: Exception, uid: str,
+    def _failed(self, what: tuple[str, str] | None, path: str, err: Exception, uid: str,
                 again: Callable[[], None]) -> None:
-        """A status write refused: logged, and kept to be written again unless the
-        API server will refuse it again (the object is gone, or the write is wrong)."""
+        """A write refused: logged; a status write (`what`) is kept to be written again
+        unless the API server will refuse it again (the object is gone, or the write
+        is wrong)."""
         log.warning("Patch failed", extra=fields(**_object_of(path), **error_fields(err)))
         status = _status_of(err)
-        if status is None or status == 429 or status >= 500:
+        if what is not None and (status is None or status == 429 or status >= 500):
             self._unwritten[what] = (uid, again)
 
     def retry_unwritten(self) -> None:
