@@ -157,11 +157,25 @@ def test_a_bad_minimum_runtime_argument_is_refused_with_the_conf(bad: str):
         build_conf(_with_args(RECLAIM, "reclaim", f"{{minRuntime: '{bad}'}}"))
 
 
-def test_a_bad_minimum_runtime_annotation_skips_its_object_with_a_warning():
-    objects = _reclaim_scene({}, queue_annotations={"volcano.sh/min-runtime": "soon"})
+@pytest.mark.parametrize("where", ["queue", "podgroup"])
+def test_a_bad_minimum_runtime_annotation_guards_its_pods_and_keeps_its_object(where: str):
+    """A typo in a guard neither drops the queue (every pod of it would wait for a queue
+    "not found") nor lets its pods go: they are guarded, with a Warning that says why."""
+    bad = {"volcano.sh/min-runtime": "soon"}
+    objects = (_reclaim_scene({}, queue_annotations=bad) if where == "queue"
+               else _reclaim_scene({}, group=bad))
     report = simulate(objects, RECLAIM)
-    assert any(e["object"] == "Queue/a" and e["reason"] == "BadObject"
-               and "volcano.sh/min-runtime" in e["message"] for e in report["events"])
+    assert report["evictions"] == []
+    assert report["pending"]  # (b-0 waits: nothing may go for it)
+    obj = "Queue/a" if where == "queue" else "PodGroup/default/ga"
+    [warning] = [e for e in report["events"] if e["reason"] == "InvalidMinRuntime"]
+    assert warning["object"] == obj and warning["type"] == "Warning"
+    assert "'soon'" in warning["message"] and "not evicted" in warning["message"]
+    assert not any(e["reason"] == "BadObject" for e in report["events"])
+    # With room for b-0 and one more pod of queue a: the queue is still scheduled.
+    objects += [node("n2", cpu="2"), pod("a-new", cpu="1", queue="a", creation=NOW)]
+    report = simulate(objects, RECLAIM)
+    assert report["binds"] == {"default/a-new": "n2", "default/b-0": "n2"}
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

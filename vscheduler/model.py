@@ -798,6 +798,7 @@ class Queue:
         "guarantee",
         "meta_uid",
         "min_runtime",
+        "min_runtime_problem",
         "name",
         "parent",
         "priority",
@@ -824,6 +825,7 @@ class Queue:
         status_allocated: dict[str, str] | None = None,
         meta_uid: str = "",
         min_runtime: float | None = None,
+        min_runtime_problem: str | None = None,
     ) -> None:
         self.name = name
         # metadata.uid of the object (`uid` is the name, the key jobs use): Events name it
@@ -842,6 +844,8 @@ class Queue:
         # volcano.sh/min-runtime in seconds: its pods' minimum runtime before they may be
         # victims, over the action's argument (None: not said here; see guards.py)
         self.min_runtime = min_runtime
+        # what is wrong with that annotation, if anything (it then guards for ever)
+        self.min_runtime_problem = min_runtime_problem
 
     @property
     def uid(self) -> str:

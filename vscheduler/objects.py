@@ -8,6 +8,7 @@ with a Warning event, and the rest is scheduled.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -548,16 +549,20 @@ def read_preemptable(annotations: dict[str, str], labels: dict[str, str], defaul
     return default if said is None else said
 
 
-def read_min_runtime(annotations: dict[str, str]) -> float | None:
+def read_min_runtime(annotations: dict[str, str]) -> tuple[float | None, str | None]:
     """`volcano.sh/min-runtime` of a Queue or a PodGroup in seconds (a Go duration:
-    `90s`, `10m`, `1h30m`), None when absent."""
+    `90s`, `10m`, `1h30m`), None when absent; with what is wrong with it, if anything.
+    A malformed one guards for ever (infinity): it was written to protect pods for some
+    time, and which is not known. The object is kept, so that one typo does not leave a
+    whole queue unscheduled; the eviction that meets it warns (`eviction._eligible`)."""
     raw = annotations.get(MIN_RUNTIME_ANNOTATION)
     if raw is None:
-        return None
+        return None, None
     try:
-        return parse_duration(raw)
+        return parse_duration(raw), None
     except ValueError as err:
-        raise BadObject(f"metadata.annotations.{MIN_RUNTIME_ANNOTATION}: {err}") from None
+        return math.inf, (f"metadata.annotations.{MIN_RUNTIME_ANNOTATION}: {err}; its pods "
+                          f"are not evicted until it is fixed")
 
 
 NETWORK_TOPOLOGY_MODE_ANNOTATION = "volcano.sh/network-topology-mode"
@@ -732,6 +737,7 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         conditions.append((type_, state, reason, message))
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     labels = _str_map(meta.get("labels"), "metadata.labels")
+    min_runtime, min_runtime_problem = read_min_runtime(annotations)
     return PodGroupSpec(
         namespace=namespace,
         name=name,
@@ -741,7 +747,8 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         annotations=annotations,
         preemptable=read_preemptable(annotations, labels, default=False),
         protected=not read_preemptable(annotations, labels, default=True),
-        min_runtime=read_min_runtime(annotations),
+        min_runtime=min_runtime,
+        min_runtime_problem=min_runtime_problem,
         creation=creation_of(obj, creation_fallback),
         min_member=min_member,
         min_task_member=min_task_member,
@@ -882,6 +889,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
     reclaimable = spec.get("reclaimable")
     if reclaimable is not None and not isinstance(reclaimable, bool):
         raise BadObject(f"spec.reclaimable: expected true or false, got {brief(reclaimable)}")
+    min_runtime, min_runtime_problem = read_min_runtime(annotations)
     return Queue(
         name,
         weight,
@@ -896,7 +904,8 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
         state=_text(status.get("state"), "status.state", ""),
         parent=_text(spec.get("parent"), "spec.parent", ""),
         annotations=annotations,
-        min_runtime=read_min_runtime(annotations),
+        min_runtime=min_runtime,
+        min_runtime_problem=min_runtime_problem,
         creation=creation_of(obj, creation_fallback),
         status_allocated=_str_map(status.get("allocated"), "status.allocated"),
         meta_uid=_text(meta.get("uid"), "metadata.uid", ""),

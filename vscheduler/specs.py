@@ -197,6 +197,8 @@ class PodGroupSpec:
     # volcano.sh/min-runtime in seconds: its pods' minimum runtime before they may be
     # victims, over the queue's and the action's (None: not said here)
     min_runtime: float | None = None
+    # what is wrong with its min-runtime annotation, if anything (it then guards for ever)
+    min_runtime_problem: str | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
     # Which CRD the object is of (its status is written as that CRD allows), and what
     # an Event's involvedObject names.

@@ -722,6 +722,12 @@ def _victim_rule(session: Session, policy: VictimPolicy, preemptor: Task,
                 return None
         elif job.queue == own_queue or queue is None or not queue.reclaimable:
             return None
+        if job.spec.min_runtime_problem is not None:
+            session.warn_once(f"PodGroup/{job.uid}", "InvalidMinRuntime",
+                              job.spec.min_runtime_problem)
+        elif queue is not None and queue.min_runtime_problem is not None:
+            session.warn_once(f"Queue/{queue.name}", "InvalidMinRuntime",
+                              queue.min_runtime_problem)
         return min_runtime_of(argument, queue.min_runtime if queue else None,
                               job.spec.min_runtime)
 

@@ -91,6 +91,7 @@ class Session:
         # (victim_index.VictimIndex).
         self.victim_index: VictimIndex | None = None
         self.action_index = 0  # the running action's place in the conf's list
+        self._warned: set[tuple[str, str, str]] = set()  # (warn_once)
         # The memos kept for the next session, settled once the session is done.
         self.plan_memos: list[PlanMemo] = []
         self.node_specs = snapshot.node_specs
@@ -427,6 +428,14 @@ class Session:
 
     def event(self, object: str, type: str, reason: str, message: str) -> None:
         self.result.events.append(Event(object, type, reason, message))
+
+    def warn_once(self, object: str, reason: str, message: str) -> None:
+        """A Warning about `object` that several decisions of the session may meet (an
+        unreadable annotation, say): written once a session."""
+        key = (object, reason, message)
+        if key not in self._warned:
+            self._warned.add(key)
+            self.event(object, "Warning", reason, message)
 
     def explain_task(self, task: Task, message: str) -> None:
         """Why `task` could not be placed (shown while it stays pending)."""
