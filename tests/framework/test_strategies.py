@@ -143,6 +143,63 @@ def test_the_strategy_applies_to_reclaim_too():
         assert {e["action"] for e in report["evictions"]} == {"reclaim"}
 
 
+# --------------------------------------------------------------------------- ties across nodes
+
+STRATEGY_NAMES = sorted(STRATEGIES)
+
+
+def _budget_for(app: str) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": app, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": app}}, "maxUnavailable": 0},
+            "status": {"disruptionsAllowed": 0}}
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+@pytest.mark.parametrize("gpus_b", [1, 2])
+def test_across_nodes_the_plan_breaking_no_budget_goes_first(strategy: str, gpus_b: int):
+    """gpu-0's pod is covered by a budget that allows no disruption; gpu-1's by none:
+    gpu-1's pod goes, even where it frees more GPUs than gpu-0's (kube-scheduler's
+    first rule when it picks a node). Without the budget, gpu-0's, the cheaper or the
+    first."""
+    objects = [*CLASSES, gpu_node("gpu-0", 1), gpu_node("gpu-1", gpus_b),
+               replica("web", 1, "normal", 3), replica("batch", gpus_b, "normal", 3, "gpu-1"),
+               urgent(1)]
+    objects[len(CLASSES) + 2]["metadata"]["labels"] = {"app": "web"}
+    assert evicted(simulate([*objects, _budget_for("web")],
+                            with_strategy(strategy))) == ["batch"]
+    assert evicted(simulate(objects, with_strategy(strategy))) == ["web"]
+
+
+@pytest.mark.parametrize("strategy", ["LowestPriority", "MinimumVictims", "MinimumGPUWaste"])
+def test_across_nodes_plans_alike_in_waste_take_the_lower_priority(strategy: str):
+    """A normal pod on gpu-0, a spot pod of the same size on gpu-1: the spot pod goes,
+    though gpu-0 comes first in node order."""
+    objects = [*CLASSES, gpu_node("gpu-0", 1), gpu_node("gpu-1", 1),
+               replica("normal", 1, "normal", 3), replica("spot", 1, "spot", 3, "gpu-1"),
+               urgent(1)]
+    assert evicted(simulate(objects, with_strategy(strategy))) == ["spot"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+def test_a_lower_priority_gang_goes_before_an_elastic_job_alike_in_waste(strategy: str):
+    """One 8-GPU node: an elastic job (minMember 2, four one-GPU replicas, normal) and a
+    spot gang of four; 3 GPUs are needed. The elastic job gives two replicas and must go
+    whole for a third; the gang goes whole: 4 GPUs and 4 pods either way. The spot gang
+    goes, the lower priority, whatever the strategy (the elastic job's replicas taken
+    first once made its whole cost look smaller)."""
+    objects = [*CLASSES, gpu_node(),
+               podgroup("elastic", 2, phase="Running", priority_class="normal"),
+               podgroup("spot", 4, phase="Running", priority_class="spot")]
+    for group, priority in (("elastic", "normal"), ("spot", "spot")):
+        objects += [pod(f"{group}-{i}", cpu="4", memory="16Gi", node_name="gpu-0",
+                        priority_class=priority, group=group,
+                        creation="2026-05-01T00:00:00Z", **{GPU: "1"}) for i in range(4)]
+    objects.append(urgent(3))
+    assert evicted(simulate(objects, with_strategy(strategy))) == [
+        f"spot-{i}" for i in range(4)]
+
+
 # --------------------------------------------------------------------------- the report
 
 

@@ -274,7 +274,8 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
 
     def planned(node: Node) -> tuple[Key, list[Task]] | None:
         victims, node_alone = _plan_on_node(session, policy, preemptor, node, whole_jobs)
-        plan = (strategy.plan_key(victims, total), victims) if victims else None
+        plan = (strategy.plan_key(victims, total, _violations(session, victims)), victims) \
+            if victims else None
         if node_alone:
             memo.note(node.name, plan)
         else:  # the queue's room was asked: the answer may change with no change here
@@ -331,6 +332,16 @@ def _plans_in_line(session: Session, policy: VictimPolicy, preemptor: Task,
                 yield node, victims
             continue
         yield node, victims
+
+
+def _violations(session: Session, victims: list[Task]) -> int:
+    """How many of `victims` would break a disruption budget, as the session's budgets
+    stand (`budget_allowances`: an eviction elsewhere charges them, so a plan kept in
+    `Plans` may count fewer than now; it is made again before it is carried out)."""
+    budgets = session.snapshot.budgets
+    if not budgets:
+        return 0
+    return len(split_by_budgets(victims, budgets, allowed=budget_allowances(session))[0])
 
 
 def _index_pays(session: Session, memo: Plans) -> bool:
@@ -409,7 +420,7 @@ def static_refusals(session: Session, preemptor: Task) -> dict[int, Unfit]:
     return fit_index(session).static_refusals(session, ("eviction", signature))
 
 
-Key = tuple[float, float, float]
+Key = tuple[float, ...]  # (Strategy.plan_key)
 
 
 class Plans:

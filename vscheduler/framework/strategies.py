@@ -9,14 +9,20 @@ apply whatever the strategy (`eviction.py`): a strategy never makes a gang go in
 - `LowestPriority` (the default): Volcano's victim order (across queues, the victim
   queue order; within a queue, the job the job order would schedule last: the lowest
   priority first; within a job, the task it would place last, so the newest); the plan
-  freeing the fewest GPUs (then the least of the rest) wins.
+  freeing the fewest GPUs (then the least of the rest) wins, then the one whose highest
+  victim priority is lowest.
 - `NewestFirst`: the pod that started last first (what has run least is lost least);
-  plans as above.
+  plans as above, but between plans alike in waste, the one whose oldest victim started
+  last, then the one whose highest victim priority is lowest.
 - `MinimumVictims`: the largest first (GPUs, then the rest), so the fewest pods go; the
   plan with the fewest victims wins, then the one wasting least.
 - `MinimumGPUWaste`: on each node, the set of victims whose freed GPUs just cover the
   need (searched exactly among up to `EXACT_SEARCH_LIMIT` victims, else taken in
   Volcano's order and pruned by the reprieve); the plan freeing the fewest GPUs wins.
+
+Whatever the strategy, across nodes a plan that breaks fewer PodDisruptionBudgets goes
+first (kube-scheduler's first rule); on one node, victims that break none are taken
+first (`eviction._plan_on_node`).
 """
 
 from __future__ import annotations
@@ -59,30 +65,45 @@ def _start(task: Task) -> float:
     return started_at(task.pod) or 0.0
 
 
+def _lowest_priority(victims: Sequence[Task]) -> tuple[float, ...]:
+    """The plan whose highest victim priority is lowest ranks first (lower goes first)."""
+    return (max((v.priority for v in victims), default=0),)
+
+
+def _started_last(victims: Sequence[Task]) -> tuple[float, ...]:
+    """The plan whose oldest victim started last ranks first, then as `_lowest_priority`."""
+    return (-min((_start(v) for v in victims), default=0.0), *_lowest_priority(victims))
+
+
 @dataclass(frozen=True, slots=True)
 class Strategy:
     """One victim strategy: `name` (the conf's word); `reorder`, the victims of a node
     (given in Volcano's order) in the order they are taken (None keeps Volcano's);
     `fewest_victims_first`: plans compare by their count of victims before their waste;
-    `exact_cover`: the node's victims are chosen as the cheapest set that suffices."""
+    `exact_cover`: the node's victims are chosen as the cheapest set that suffices;
+    `tie`: between plans alike in waste, the one this puts lower goes first (by
+    default the one whose highest victim priority is lowest, as kube-scheduler picks a
+    node)."""
 
     name: str
     reorder: Callable[[list[Task], Resource], list[Task]] | None = None
     fewest_victims_first: bool = False
     exact_cover: bool = False
+    tie: Callable[[Sequence[Task]], tuple[float, ...]] = _lowest_priority
 
     def order(self, victims: list[Task], total: Resource) -> list[Task]:
         """`victims` (in Volcano's order) in the order this strategy takes them."""
         return self.reorder(victims, total) if self.reorder else victims
 
-    def plan_key(self, victims: Sequence[Task],
-                 total: Resource) -> tuple[float, float, float]:
-        """How a plan compares with other nodes' plans for the same preemptor: lower
-        goes first."""
+    def plan_key(self, victims: Sequence[Task], total: Resource,
+                 violations: int = 0) -> tuple[float, ...]:
+        """How a plan compares with other plans for the same preemptor: lower goes
+        first. `violations`: the disruption budgets it would break, which count before
+        anything else (kube-scheduler's first rule when it picks a node)."""
         gpus, share = waste_of(_freed(victims), total)
         if self.fewest_victims_first:
-            return (len(victims), gpus, share)
-        return (gpus, share, len(victims))
+            return (violations, len(victims), gpus, share, *self.tie(victims))
+        return (violations, gpus, share, *self.tie(victims), len(victims))
 
 
 def _newest_first(victims: list[Task], total: Resource) -> list[Task]:
@@ -96,7 +117,7 @@ def _largest_first(victims: list[Task], total: Resource) -> list[Task]:
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("LowestPriority"),
-    Strategy("NewestFirst", reorder=_newest_first),
+    Strategy("NewestFirst", reorder=_newest_first, tie=_started_last),
     Strategy("MinimumVictims", reorder=_largest_first, fewest_victims_first=True),
     Strategy("MinimumGPUWaste", exact_cover=True),
 )}
