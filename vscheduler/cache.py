@@ -12,7 +12,7 @@ missing waits, with a Warning event saying so.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from types import MappingProxyType
 
 from vscheduler.model import (
@@ -454,6 +454,19 @@ class Cache:
         if job is not None and job.bare:
             job.phase = "Running"
             job.dirty = True
+
+    def set_nominated(self, key: str, node: str) -> None:
+        """The pod's `status.nominatedNodeName` is now `node` ("" for none): what the
+        watch brings back once a session's nomination is written (simulate has no
+        watch)."""
+        task = self.tasks.get(key)
+        if task is None or task.pod.nominated_node == node:
+            return
+        self.generation += 1
+        task.pod = replace(task.pod, nominated_node=node)
+        job = self.jobs.get(task.job_id)
+        if job is not None:
+            job.dirty = True  # (the next snapshot copies it anew, with the new pod)
 
     def set_releasing(self, key: str) -> None:
         """An eviction was sent: the pod is terminating."""

@@ -216,6 +216,7 @@ class _InMemory:
         self.report = report
         self.bound: list[str] = []
         self.evicted: list[str] = []
+        self.nominated: list[tuple[str, str]] = []  # (pod key, node; "" for none)
 
     def bind(self, task: Task, node: str) -> None:
         self.report.binds[task.key] = node
@@ -240,7 +241,7 @@ class _InMemory:
         pass
 
     def nominate(self, task: Task, node: str) -> None:
-        pass
+        self.nominated.append((task.key, node))
 
     def emit(self, event: Event) -> None:
         self.report.add_event(event)
@@ -351,14 +352,18 @@ class Simulation:
                 self.cache.add_queue(updated)
 
     def _advance(self) -> None:
-        """Bound pods start running; evicted pods terminate and are gone."""
+        """Bound pods start running; evicted pods terminate and are gone; nominations
+        written are read back."""
         world = self._world
         for key in world.bound:
             self.cache.set_running(key)
         for key in world.evicted:
             self.cache.delete_pod(key)
+        for key, node in world.nominated:
+            self.cache.set_nominated(key, node)
         world.bound.clear()
         world.evicted.clear()
+        world.nominated.clear()
 
     def run(self, sessions: int = 1) -> Report:
         for _ in range(sessions):

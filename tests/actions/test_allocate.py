@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.builders import gang, node, pod, podgroup, queue, simulate
+import pytest
+
+from tests.builders import gang, node, pod, podgroup, priority_class, queue, simulate
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -94,6 +96,31 @@ def test_a_nominated_pod_that_must_wait_waits_on_its_nominated_node():
     assert report["binds"] == {} and report["pipelined"] == {"default/p": "n2"}
     objects[-1] = pod("p", cpu="2")
     assert simulate(objects, CONF)["pipelined"] == {"default/p": "n1"}
+
+
+@pytest.mark.parametrize(("other", "held"), [(10, True), (1000, True), (5000, False)])
+def test_room_released_for_a_nominated_pod_is_held_against_lower_priority(other: int,
+                                                                         held: bool):
+    """n1's room is being released for p (priority 1000, nominated there). q, of another
+    queue that goes first, fits that room too: of a lower or equal priority it must
+    leave it to p (as kube-scheduler counts nominated pods when it filters a node), else
+    the evictions made for p were for nothing; of a higher priority it may take it."""
+    objects = [priority_class("p-class", 1000), priority_class("q-class", other),
+               queue("a"), queue("b"), node("n1", cpu="4"),
+               _terminating("old", "n1", cpu="4"),
+               pod("q", cpu="2", queue="a", priority_class="q-class"),
+               _nominated("p", "n1", cpu="4")]
+    objects[-1]["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] = "b"
+    objects[-1]["spec"]["priorityClassName"] = "p-class"
+    report = simulate(objects, CONF)
+    if held:
+        assert report["pipelined"] == {"default/p": "n1"}
+        assert report["pending"]["default/q"] == [
+            "0/1 nodes are available: 1 node(s) had room held for a nominated pod of "
+            "higher or equal priority."]
+    else:
+        assert report["pipelined"] == {"default/q": "n1"}
+        assert "default/p" in report["pending"]
 
 
 def test_scheduling_gated_pod_waits_with_a_reason():

@@ -351,3 +351,29 @@ def test_why_a_pod_does_not_fit_comes_before_why_reclaim_did_not_help():
                      "pods of other queues makes room")
     assert [e["message"] for e in report["events"]
             if e["object"] == "Pod/default/picky"] == [first]
+
+
+@pytest.mark.parametrize("low_queue", ["a-first", "z-last"])
+def test_what_is_reclaimed_for_a_pod_is_bound_to_it_not_to_a_lower_pod(low_queue: str):
+    """prod's pod reclaims n1 from a batch gang and is nominated there. In the next
+    session, a pod of lower priority in another queue fits the freed room too: whether
+    its queue goes first or last, the room is prod's (the evictions were made for it),
+    and prod's pod is bound there; the other waits, evicting nothing."""
+    gpu = {"nvidia.com/gpu": "8"}
+    objects = [priority_class("high", 1000), priority_class("low", 10),
+               queue(low_queue, reclaimable=False), queue("prod", reclaimable=False),
+               queue("batch", reclaimable=True),
+               node("n1", cpu="8", memory="16Gi", **gpu),
+               *gang("batch", 2, queue="batch", node_name="n1", priority_class="low",
+                     **{"nvidia.com/gpu": "4"}),
+               podgroup("prod", 1, queue="prod", priority_class="high"),
+               pod("prod-0", cpu="1", group="prod", priority_class="high", **gpu),
+               podgroup("low", 1, queue=low_queue, priority_class="low"),
+               pod("low-0", cpu="1", group="low", priority_class="low", **gpu)]
+    objects[-1]["spec"]["preemptionPolicy"] = "Never"  # (it evicts for nobody)
+    conf = CONF.replace(" {name: proportion},", "")  # (no shares: batch gives to anyone)
+    report = simulate(objects, conf, sessions=3)
+    assert {e["pod"] for e in report["evictions"]} == {"default/batch-0", "default/batch-1"}
+    assert {e["for"] for e in report["evictions"]} == {"default/prod-0"}
+    assert report["binds"] == {"default/prod-0": "n1"}
+    assert list(report["pending"]) == ["default/low-0"]

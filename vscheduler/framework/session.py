@@ -22,6 +22,7 @@ from vscheduler.conf import SchedulerConf
 from vscheduler.fit import Unfit
 from vscheduler.framework.close import close_session, held_part
 from vscheduler.framework.combine import Tiers, combine
+from vscheduler.framework.nominations import holding, nominated_pods
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.queue import PriorityQueue
 from vscheduler.framework.results import Event, Eviction, EvictionTerms, SessionResult
@@ -126,6 +127,9 @@ class Session:
         # Seconds spent per phase ("open", each action's name, "close"), for metrics and
         # `vscheduler bench`.
         self.timings: dict[str, float] = {}
+        # Pending pods nominated to a node, by node: their room is held against pods of
+        # lower priority (framework/nominations.py).
+        self.nominated = nominated_pods(self.waiting_jobs, self.nodes)
         started = time.perf_counter()
         self._open_plugins()
         self.timings["open"] = time.perf_counter() - started
@@ -170,6 +174,8 @@ class Session:
         self._victim_queue_order = bound["victim_queue_order"]
         self.pre_predicate: Callable[[Task], Unfit | None] = bound["pre_predicate"]
         self.predicate: Callable[[Task, Node], Unfit | None] = bound["predicate"]
+        if self.nominated:
+            self.predicate = holding(self.predicate, self.nominated)
         self.node_order: Callable[[Task, Node], float] = bound["node_order"]
         self._task_signature = bound["task_signature"]
         self.batch_node_order: Callable[[Task, list[Node]], dict[str, float]] = \
@@ -351,7 +357,8 @@ class Session:
     def victim_state(self) -> tuple | None:
         """What victim plans read besides their nodes, jobs and preemptors: the queues
         and the PodDisruptionBudgets (both by identity: the cache replaces an object
-        that changes) and what the plugins that offer or order victims say; None if
+        that changes), the nominated pods (the room they hold: `nominations.py`) and
+        what the plugins that offer or order victims say; None if
         some such plugin does not say, a budget without a status has its allowance
         counted from every pod of the cluster, or inter-pod rules are in use, which
         make a node's verdicts depend on pods elsewhere (then plans are not carried
@@ -361,7 +368,9 @@ class Session:
             return None
         if self.census.in_use():
             return None
-        return (tuple(self.queues.items()), budgets, *self._victim_state())
+        nominated = tuple((name, tuple(t.uid for t in tasks))
+                          for name, tasks in sorted(self.nominated.items()))
+        return ((tuple(self.queues.items()), nominated), budgets, *self._victim_state())
 
     def task_signature(self, task: Task) -> tuple | None:
         """What the answers of `predicate` and `node_order` for `task` depend on, or None
@@ -378,6 +387,10 @@ class Session:
                     tuple(term) for term in pod.required_affinity),
                 tuple((weight, tuple(term)) for weight, term in pod.preferred_affinity),
                 tuple(pod.tolerations), tuple(pod.host_ports))
+        if self.nominated:
+            # (the room nominated pods hold depends on its priority, and a nominated pod
+            # holds nothing against itself)
+            base = (base, task.priority, task.uid if task.pod.nominated_node else "")
         if not self._signed:
             return base
         return (base, *self._task_signature(task))

@@ -101,6 +101,7 @@ class Statement:
         self._set_status(task, status)
         task.node_name = node.name
         node.add_task(task)
+        _release_nomination(session, task)
         session.census.moved(task, node.name, 1)
         error = session.allocate_event(task)
         if error:
@@ -113,6 +114,7 @@ class Statement:
         session = self.session
         self._set_status(task, S.PENDING)
         node.remove_task(task)
+        _release_nomination(session, task)
         session.census.moved(task, node.name, -1)
         session.deallocate_event(task)
         task.node_name = ""
@@ -177,3 +179,12 @@ class Statement:
                     mine.clean, mine.start = touched.clean, touched.start
                 mine.own += touched.own
         other._touched.clear()
+
+
+def _release_nomination(session: Session, task: Task) -> None:
+    """A nominated pod placed holds no room on its nominated node any more, and holds it
+    again once unplaced (framework/nominations.py): that node is logged as changed, so
+    that node searches and victim plans judge it again."""
+    name = task.pod.nominated_node
+    if name and name in session.nominated:
+        session.node_changes.append(name)
