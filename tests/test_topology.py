@@ -100,7 +100,7 @@ def test_regular_expression_is_searched_not_matched_whole() -> None:
     user anchors with ^...$."""
     nodes = nodes_named("node-1", "node-10", "node-11", "gpu-node-1x", "node-2")
     tree = from_hypernodes(specs(hypernode("loose", 1, members=[regex("node-1")]),
-                                 hypernode("anchored", 1, members=[regex("^node-1$")])),
+                                 hypernode("anchored", 2, members=[regex("^node-1$")])),
                            nodes)
     assert tree.domains["loose"].nodes == ("node-1", "node-10", "node-11", "gpu-node-1x")
     assert tree.domains["anchored"].nodes == ("node-1",)
@@ -142,7 +142,7 @@ def test_label_selector_chooses_by_labels_and_an_empty_one_chooses_nothing() -> 
                                                "b": {"rack": "r1"}, "c": {"rack": "r2"}})
     tree = from_hypernodes(specs(
         hypernode("by-labels", 1, members=[labelled({"matchLabels": {"rack": "r1"}})]),
-        hypernode("by-expression", 1, members=[labelled({"matchExpressions": [
+        hypernode("by-expression", 2, members=[labelled({"matchExpressions": [
             {"key": "rack", "operator": "In", "values": ["r1", "r2"]},
             {"key": "gpu", "operator": "DoesNotExist"}]})]),
         hypernode("empty", 1, members=[labelled({})])), nodes)
@@ -203,6 +203,9 @@ def test_node_in_two_hypernodes_of_one_tier_counts_in_the_first_by_name() -> Non
         assert tree.ready
         assert [name for name, _ in tree.problems] == ["b", "b"]
         assert "node-0" in tree.problems[0][1] and "counts as in a" in tree.problems[0][1]
+        # ... and only there: in b too, a gang held to one rack could span a and b
+        assert tree.domains["a"].nodes == ("node-0", "node-1")
+        assert tree.domains["b"].nodes == ()
 
 
 def test_tier_names_resolve_and_a_name_two_tiers_claim_keeps_the_wider() -> None:
@@ -433,14 +436,22 @@ def test_cycle_warns_and_mending_it_lets_the_gang_in() -> None:
     assert {binds["default/g-0"], binds["default/g-1"]} <= {"n1", "n2"}
 
 
-def test_node_in_two_hypernodes_of_a_tier_is_a_warning_and_still_scheduled() -> None:
+def test_node_in_two_hypernodes_of_a_tier_counts_in_the_first_only() -> None:
+    """b names n1 and n2, a names n1 too: n1 counts in a only, with a Warning on b. A
+    gang of two held to one rack, each pod filling a node, then has no rack for it (it
+    took n1 and n2, "within b", as if n1 were in two racks)."""
     objects = [node("n1", cpu="2"), node("n2", cpu="2"), hypernode("b", 1, nodes=["n1", "n2"]),
                hypernode("a", 1, nodes=["n1"]),
-               *_limited("g", 2, {"highestTierAllowed": 1}, cpu="2")]
+               *_limited("g", 2, {"highestTierAllowed": 1}, cpu="2"), pod("solo", cpu="2")]
     report = simulate(objects, SESSION_CONF)
-    assert sorted(report["binds"].values()) == ["n1", "n2"]  # within b, the only fit
+    assert report["binds"] == {"default/solo": "n1"}  # (the rest of the cluster goes on)
+    assert "no HyperNode of tier 1" in report["pending"]["default/g-0"][0]
     assert _warnings(report, "InvalidTopology") == {"HyperNode/b": [
         "node n1 is in HyperNodes a and b of tier 1: it counts as in a"]}
+    objects[2] = hypernode("b", 1, nodes=["n2", "n3"])  # (mended: n3 to come)
+    objects.insert(0, node("n3", cpu="2"))
+    assert sorted(simulate(objects, SESSION_CONF)["binds"]) == [
+        "default/g-0", "default/g-1", "default/solo"]
 
 
 PODGROUP_BLOCKS = {

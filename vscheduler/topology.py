@@ -268,18 +268,24 @@ def from_hypernodes(hypernodes: Sequence[HyperNodeSpec],
                 break
             seen.add(parent.name)
             parent = parent.parent
+    # A node named by two HyperNodes of one tier is in the first by name only: in the
+    # other it would let a gang held to one domain of that tier span two.
+    same_tier: dict[tuple[str, int], str] = {}
+    for domain in sorted(domains.values(), key=lambda d: d.name):
+        kept = []
+        for node in direct.get(domain.name, ()):
+            first = same_tier.setdefault((node, domain.tier), domain.name)
+            if first == domain.name:
+                kept.append(node)
+            else:
+                problems.append((domain.name, f"node {node} is in HyperNodes {first} and "
+                                              f"{domain.name} of tier {domain.tier}: it "
+                                              f"counts as in {first}"))
+        direct[domain.name] = kept
     if ready:
         order = {name: i for i, name in enumerate(nodes)}
         for domain in domains.values():
             domain.nodes = tuple(sorted(_nodes_under(domain, direct), key=order.__getitem__))
-    same_tier: dict[tuple[str, int], str] = {}
-    for domain in sorted(domains.values(), key=lambda d: d.name):
-        for node in direct.get(domain.name, ()):
-            first = same_tier.setdefault((node, domain.tier), domain.name)
-            if first != domain.name:
-                problems.append((domain.name, f"node {node} is in HyperNodes {first} and "
-                                              f"{domain.name} of tier {domain.tier}: it "
-                                              f"counts as in {first}"))
     top_tier = max((d.tier for d in domains.values()), default=0) + 1
     top = Domain(TOP, top_tier, "", None,
                  sorted((d for d in domains.values() if d.parent is None), key=lambda d: d.name),

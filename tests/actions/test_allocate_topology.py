@@ -269,19 +269,24 @@ def test_a_ready_job_tries_every_domain_for_its_next_pod() -> None:
         "In hyperNode b: 0/3 nodes are available: 3 Insufficient cpu."]
 
 
-def test_a_node_in_two_hypernodes_of_a_tier_does_not_split_a_gang() -> None:
-    """n2 is in racks a and b: a gang placed on n2 and n3 is within b, and its third
-    pod goes there too (not refused as spread over the whole cluster)."""
+def test_a_node_in_two_hypernodes_of_a_tier_counts_in_the_first_only() -> None:
+    """n2 is in racks a and b: it counts in a, the first by name, only. Rack a has one
+    CPU free (n1 is busy), rack b two (n3): a gang of three one-CPU pods held to one rack
+    waits, rather than go to n2 and n3 as if they shared a rack; with a third CPU on n3,
+    rack b holds it."""
     objects = [queue("q1"), node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="2"),
                hypernode("a", 1, nodes=["n1", "n2"]), hypernode("b", 1, nodes=["n2", "n3"]),
                pod("busy", cpu="1", node_name="n1")]
-    group = podgroup("pg", 2, queue="q1")
+    group = podgroup("pg", 3, queue="q1")
     group["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
     objects += [group, *(pod(f"p{i}", cpu="1", memory="1Gi", group="pg", queue="q1")
                          for i in range(3))]
     report = simulate(objects, CONF)
-    assert sorted(report["binds"].values()) == ["n2", "n3", "n3"]
-    assert report["pending"] == {}
+    assert report["binds"] == {}
+    assert sorted(report["pending"]) == ["default/p0", "default/p1", "default/p2"]
+    objects[3] = node("n3", cpu="3")
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"].values()) == ["n3", "n3", "n3"]
 
 
 def test_a_pod_without_a_podgroup_asks_by_annotations() -> None:
