@@ -33,6 +33,7 @@ from vscheduler.objects import (
     ParsedPod,
     read_pod_network_topology,
 )
+from vscheduler.queue_tree import ROOT
 from vscheduler.specs import DisruptionBudget, HyperNodeSpec, NodeSpec, PodGroupSpec
 from vscheduler.textinput import brief
 
@@ -132,6 +133,8 @@ class Cache:
         self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
         self._implied_queue: Queue | None = None  # the default queue when none is listed
+        # queue name -> (its object, the closed ancestor, the session's copy saying so)
+        self._closed_copies: dict[str, tuple[Queue, tuple[str, str], Queue]] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> budget
         self.hypernodes: dict[str, HyperNodeSpec] = {}
@@ -613,7 +616,8 @@ class Cache:
         return snapshot
 
     def _session_queues(self) -> dict[str, Queue]:
-        """The queues a session sees: the default queue exists even if no object names it."""
+        """The queues a session sees: the default queue exists even if no object names
+        it, and a queue under a closed one is closed too (`Queue.closed_by`)."""
         queues = dict(self.queues)
         if self.default_queue not in queues:
             # (the same object session after session: what sessions keep compares
@@ -621,6 +625,20 @@ class Cache:
             if self._implied_queue is None:
                 self._implied_queue = Queue(self.default_queue)
             queues[self.default_queue] = self._implied_queue
+        closed_copies: dict[str, tuple[Queue, tuple[str, str], Queue]] = {}
+        for name, queue in queues.items():
+            closed_by = _closed_ancestor(queue, queues)
+            if closed_by is None:
+                continue
+            # (the same copy while the queue and its closing ancestor stay as they are)
+            kept = self._closed_copies.get(name)
+            if kept is None or kept[0] is not queue or kept[1] != closed_by:
+                copy = _copy_queue(queue)
+                copy.closed_by = closed_by
+                kept = (queue, closed_by, copy)
+            closed_copies[name] = kept
+            queues[name] = kept[2]
+        self._closed_copies = closed_copies
         return queues
 
     def _left_out(self, job: Job, held_only: bool, queues: dict[str, Queue],
@@ -844,3 +862,28 @@ def _same_spec(node: Node, spec: NodeSpec) -> bool:
     return (a.cpu == b.cpu and a.memory == b.memory and a.scalars == b.scalars
             and node.labels == spec.labels and node.taints == spec.taints
             and node.unschedulable == spec.unschedulable)
+
+
+def _closed_ancestor(queue: Queue, queues: Mapping[str, Queue]) -> tuple[str, str] | None:
+    """The nearest ancestor of `queue` (by `parent`, a queue without one being a child of
+    `root`, as Volcano defaults it; up to root, a missing one or a cycle) that takes
+    nothing new, with its state; None if there is none."""
+    seen = {queue.name}
+    parent = queues.get(_parent_of(queue))
+    while parent is not None and parent.name not in seen:
+        if parent.state not in ("Open", ""):
+            return parent.name, parent.state
+        seen.add(parent.name)
+        parent = queues.get(_parent_of(parent))
+    return None
+
+
+def _parent_of(queue: Queue) -> str:
+    return queue.parent or ("" if queue.name == ROOT else ROOT)
+
+
+def _copy_queue(queue: Queue) -> Queue:
+    copy = Queue.__new__(Queue)
+    for slot in Queue.__slots__:
+        setattr(copy, slot, getattr(queue, slot))
+    return copy

@@ -793,6 +793,7 @@ class Queue:
     __slots__ = (
         "annotations",
         "capability",
+        "closed_by",
         "creation",
         "deserved",
         "guarantee",
@@ -846,6 +847,10 @@ class Queue:
         self.min_runtime = min_runtime
         # what is wrong with that annotation, if anything (it then guards for ever)
         self.min_runtime_problem = min_runtime_problem
+        # (ancestor, its state) when an ancestor takes nothing new (Closed, Closing):
+        # then neither does this queue, as Volcano's queue controller closes a closed
+        # queue's children. Set on the session's copy only (`Cache._session_queues`).
+        self.closed_by: tuple[str, str] | None = None
 
     @property
     def uid(self) -> str:
@@ -858,14 +863,18 @@ class Queue:
                    for name in self.__slots__ if name != "status_allocated")
 
     def is_open(self) -> bool:
-        """Open, or without a state at all (no queue controller runs beside us)."""
-        return self.state in ("Open", "")
+        """Open, or without a state at all (no queue controller runs beside us), and so
+        is every ancestor."""
+        return self.state in ("Open", "") and self.closed_by is None
 
     def closed_reason(self) -> str | None:
         """Why the queue takes nothing new (no admission, no placement), or None while it
         is open: the one wording of that rule, for every action and plugin that checks it."""
         if self.is_open():
             return None
+        if self.state in ("Open", "") and self.closed_by is not None:
+            ancestor, state = self.closed_by
+            return f"queue {self.name}'s ancestor {ancestor} is {state}: it takes nothing new"
         return f"queue {self.name} is {self.state}: it takes nothing new"
 
     def __repr__(self) -> str:

@@ -139,6 +139,31 @@ def test_closed_queue_takes_nothing_new():
     assert "queue closed is Closed" in report["pending"]["default/g-0"][0]
 
 
+@pytest.mark.parametrize(("closed", "parent", "state"), [
+    ("dept", "dept", "Closed"), ("dept", "dept", "Closing"), ("root", "", "Closed"),
+    ("org", "dept", "Closing")])
+def test_a_queue_under_a_closed_one_takes_nothing_new(closed: str, parent: str, state: str):
+    """Closing a department closes its teams, as Volcano's queue controller does (here,
+    where no controller may run, the scheduler reads it so): no admission, no placement,
+    with the ancestor named. A queue without a parent is under root. Reopened, the
+    team's pods are placed."""
+    tree = {"root": queue("root"), "org": queue("org"), "dept": queue("dept", parent="org")}
+    tree[closed] = queue(closed, state=state, parent=tree[closed]["spec"].get("parent"))
+    objects = [node("n1"), *tree.values(), queue("team", parent=parent or None),
+               *gang("g", 1, queue="team"), pod("solo", queue="team"), pod("other")]
+    report = simulate(objects, CONF)
+    # another branch goes on (under a closed root, nothing does)
+    assert report["binds"] == ({} if closed == "root" else {"default/other": "n1"})
+    assert report["podGroups"]["default/g"]["phase"] == "Pending"
+    reason = f"queue team's ancestor {closed} is {state}: it takes nothing new"
+    assert report["pending"]["default/g-0"][0] == reason
+    assert report["pending"]["default/solo"][0] == reason
+    objects[list(tree).index(closed) + 1] = queue(
+        closed, parent=tree[closed]["spec"].get("parent"))
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"]) == ["default/g-0", "default/other", "default/solo"]
+
+
 def test_podgroup_naming_a_missing_queue_waits_with_a_warning():
     report = simulate([node("n1"), *gang("g", 1, queue="nowhere")], CONF)
     assert report["binds"] == {}
