@@ -16,6 +16,7 @@ every level on generated trees.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -843,3 +844,23 @@ def test_a_chain_deeper_than_the_limit_is_mended_with_a_warning():
     assert report["binds"] == {"default/p": "n1"}
     assert warnings_on(report, f"Queue/q{MAX_DEPTH}")
     assert any("root has no parent" in m for m in warnings_on(report, "Queue/root"))
+
+
+def test_the_shipped_hierarchy_conf_reclaims_from_the_sibling_over_its_deserved():
+    """conf/hierarchy.conf leaves reclaim's victims to capacity: x1 (under dx) takes back
+    a GPU from its sibling x2, which holds 4 against a deserved 2, not from the cousin
+    y1, at its deserved 4 (gang and conformance in the first tier would offer any
+    elastic job's extra pods, y1's too, and decide first)."""
+    shipped = (Path(__file__).parents[2] / "conf" / "hierarchy.conf").read_text()
+    gpus = {GPU: "4"}
+    objects = [node("n0", cpu="8", memory="8Gi", **gpus), node("n1", cpu="8", memory="8Gi", **gpus),
+               q("root"), q("dx", deserved={GPU: "4"}), q("dy", deserved={GPU: "4"}),
+               q("x1", "dx", deserved={GPU: "2"}), q("x2", "dx", deserved={GPU: "2"}),
+               q("y1", "dy", deserved={GPU: "4"}),
+               pg("el", "y1", "Running"), pg("s", "x2", "Running"), pg("want", "x1", "Inqueue"),
+               *(p(f"el-{i}", "el", on="n1", extra={GPU: "1"}) for i in range(4)),
+               *(p(f"s-{i}", "s", on="n0", extra={GPU: "2"}) for i in range(2)),
+               p("want-0", "want", extra={GPU: "1"})]
+    report = simulate(objects, shipped)
+    assert [(e["pod"], e["for"]) for e in report["evictions"]] == [
+        (f"{NS}/s-1", f"{NS}/want-0")]
