@@ -334,8 +334,8 @@ class CapacityPlugin(QueueUsage, Plugin):
 
     def _children_guarantees(self, parent: str, queues: dict[str, Queue]) -> Resource:
         """The sum of `parent`'s children's guarantees; a Warning when it passes the
-        parent's own guarantee (root's is theirs), or a child's capability the
-        parent's."""
+        parent's own guarantee (root's is theirs), when their deserved passes the
+        parent's, or a child's capability the parent's."""
         tree = self.tree
         assert tree is not None
         total = Resource()
@@ -350,6 +350,19 @@ class CapacityPlugin(QueueUsage, Plugin):
                 f"its child queues are guaranteed {resource_text(total)} in all, more "
                 f"than its own guarantee ({resource_text(own)}); each child keeps its "
                 "own guarantee of what is left")
+        deserved = queues[parent].deserved
+        if parent != ROOT and deserved is not None:
+            wanted = Resource()
+            for child in tree.children[parent]:
+                if queues[child].deserved is not None:
+                    wanted.add(queues[child].deserved)
+            if not wanted.less_equal(deserved, missing_infinite=True):
+                self.session.event(
+                    f"Queue/{parent}", "Warning", "InvalidQueueTree",
+                    f"its child queues deserve {resource_text(wanted)} in all, more than it "
+                    f"deserves ({resource_text(deserved)}); they can all be within their "
+                    "deserved while it is over its own, and reclaim finds none of them to "
+                    "take from")
         mine = capability_of(queues[parent])
         if parent != ROOT and mine is not None:
             for child in tree.children[parent]:

@@ -583,6 +583,20 @@ def test_a_child_that_sets_only_some_limits_takes_the_rest_without_a_warning():
     assert warnings_on(simulate(objects, CONF), "Queue/parent")
 
 
+def test_children_deserving_more_than_their_parent_warn_on_it():
+    """Two teams deserving 4 cpus each under a department deserving 4: a Warning on the
+    department (they can all be within their deserved while it is over its own);
+    deserving 2 each, or a department that deserves nothing written, none."""
+    objects = [n1(), ROOT, q("dept", deserved=cm("4")),
+               q("a", "dept", deserved=cm("4")), q("b", "dept", deserved=cm("4"))]
+    [warning] = warnings_on(simulate(objects, CONF), "Queue/dept")
+    assert "deserve cpu 8 in all, more than it deserves (cpu 4)" in warning
+    objects[3:] = [q("a", "dept", deserved=cm("2")), q("b", "dept", deserved=cm("2"))]
+    assert not warnings_on(simulate(objects, CONF), "Queue/dept")
+    objects[2] = q("dept")
+    assert not warnings_on(simulate(objects, CONF), "Queue/dept")
+
+
 def test_reclaim_checks_the_reclaimers_ancestors_real_capability():
     """DIFFERENCE (item 7): Volcano lets a leaf reclaim while the leaf is within its real
     capability, even if its parent is at its own. Here parent (capped at 2 cpus) holds
