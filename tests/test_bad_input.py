@@ -72,6 +72,24 @@ def test_bad_node_is_skipped_and_others_used():
     assert "Node/broken" in _warnings(report)
 
 
+def test_a_boolean_written_as_text_is_a_warning_not_true():
+    """`"false"` is true to a truth test: a node "not unschedulable" was cordoned, and a
+    PriorityClass "not the global default" set every unclassed pod's priority. Both are
+    refused with a Warning, as the API server's schema refuses them."""
+    cordoned = node("odd")
+    cordoned["spec"]["unschedulable"] = "false"
+    default = priority_class("not-default", 1000)
+    default["globalDefault"] = "false"
+    objects = [cordoned, node("n1", cpu="1"), default, priority_class("mid", 500),
+               pod("unclassed", creation="2025-01-01T00:00:00Z"),
+               pod("mid", priority_class="mid", creation="2025-01-01T00:00:01Z")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {"default/mid": "n1"}
+    warned = _warnings(report)
+    assert "spec.unschedulable: expected true or false, got 'false'" in warned["Node/odd"]
+    assert "globalDefault: expected true or false" in warned["PriorityClass/not-default"]
+
+
 def test_malformed_objects_of_every_kind():
     objects = [
         node("n1"),

@@ -74,6 +74,16 @@ class BadObject(ValueError):
     """An object that cannot be used; the message says which field and why."""
 
 
+def _flag(value: Any, where: str, default: bool = False) -> bool:
+    """A boolean field (`true` or `false`, as the API server's schema allows; absent:
+    `default`). Text is refused: `"false"` is not false to Python, and would be true."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadObject(f"{where}: expected true or false, got {brief(value)}")
+    return value
+
+
 def _map(obj: Any, where: str) -> dict:
     if obj is None:
         return {}
@@ -686,7 +696,7 @@ def parse_node(obj: dict) -> NodeSpec:
         taints.append((_text(taint.get("key"), f"spec.taints[{i}].key", ""),
                        _text(taint.get("value"), f"spec.taints[{i}].value", ""), effect))
     return NodeSpec(name, allocatable, _labels(meta),
-                    taints, bool(spec.get("unschedulable")))
+                    taints, _flag(spec.get("unschedulable"), "spec.unschedulable"))
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -886,9 +896,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
         raise BadObject("spec.weight: must be 0 or more")
     guarantee = _map(spec.get("guarantee"), "spec.guarantee").get("resource")
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
-    reclaimable = spec.get("reclaimable")
-    if reclaimable is not None and not isinstance(reclaimable, bool):
-        raise BadObject(f"spec.reclaimable: expected true or false, got {brief(reclaimable)}")
+    reclaimable = _flag(spec.get("reclaimable"), "spec.reclaimable", default=True)
     min_runtime, min_runtime_problem = read_min_runtime(annotations)
     return Queue(
         name,
@@ -899,7 +907,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
                   if spec.get("deserved") is not None else None),
         guarantee=(_resources(guarantee, "spec.guarantee.resource")
                    if guarantee is not None else None),
-        reclaimable=True if reclaimable is None else reclaimable,
+        reclaimable=reclaimable,
         priority=_int(spec.get("priority"), "spec.priority", 0) or 0,
         state=_text(status.get("state"), "status.state", ""),
         parent=_text(spec.get("parent"), "spec.parent", ""),
@@ -968,7 +976,7 @@ def parse_priority_class(obj: dict) -> PriorityClass:
     value = _int(obj.get("value"), "value")
     if value is None:
         raise BadObject("value: missing")
-    return PriorityClass(name, value, bool(obj.get("globalDefault")))
+    return PriorityClass(name, value, _flag(obj.get("globalDefault"), "globalDefault"))
 
 
 def parse_json_annotation(text: str, where: str) -> dict[str, Any]:
