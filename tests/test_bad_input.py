@@ -90,6 +90,32 @@ def test_a_boolean_written_as_text_is_a_warning_not_true():
     assert "globalDefault: expected true or false" in warned["PriorityClass/not-default"]
 
 
+ENQUEUE_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}]
+"""
+
+
+@pytest.mark.parametrize("phase", ["pending", "Bogus"])
+def test_a_podgroup_phase_volcano_has_not_is_read_as_pending_with_a_warning(phase: str):
+    """A misspelt phase read as admitted skipped enqueue: a gang whose minResources its
+    queue cannot hold ran. Read as Pending, it is refused as it would be anyway; the
+    Warning says so, once."""
+    group = podgroup("g", 2, queue="q", min_resources={"cpu": "100"}, phase=phase)
+    objects = [node("n1"), queue("q", capability={"cpu": "4"}), group, *(
+        pod(f"g-{i}", group="g", queue="q") for i in range(2)), pod("other")]
+    report = simulate(objects, ENQUEUE_CONF, sessions=2)
+    assert report["binds"] == {"default/other": "n1"}
+    assert report["podGroups"]["default/g"]["phase"] == "Pending"
+    [warning] = [e for e in report["events"] if e["reason"] == "InvalidPhase"]
+    assert warning["object"] == "PodGroup/default/g" and warning["count"] == 1
+    assert f"status.phase: {phase!r} is not a PodGroup phase" in warning["message"]
+    group["status"]["phase"] = "Pending"
+    assert simulate(objects, ENQUEUE_CONF)["binds"] == {"default/other": "n1"}
+
+
 def test_malformed_objects_of_every_kind():
     objects = [
         node("n1"),

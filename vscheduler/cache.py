@@ -133,6 +133,9 @@ class Cache:
         self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
         self._implied_queue: Queue | None = None  # the default queue when none is listed
+        # (object, reason, message) Warnings about objects as they were read, for the
+        # next session to write (a PodGroup phase read as Pending, say)
+        self._read_warnings: list[tuple[str, str, str]] = []
         # queue name -> (its object, the closed ancestor, the session's copy saying so)
         self._closed_copies: dict[str, tuple[Queue, tuple[str, str], Queue]] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
@@ -318,6 +321,8 @@ class Cache:
         uid = f"{spec.namespace}/{spec.name}"
         self.refused_podgroups.pop(uid, None)
         self.podgroups[uid] = spec
+        if spec.phase_problem is not None:
+            self._read_warnings.append((f"PodGroup/{uid}", "InvalidPhase", spec.phase_problem))
         counts_seen = self._status_counts.get(uid)
         self._status_counts[uid] = spec.counts
         queue = spec.queue or self.default_queue
@@ -590,8 +595,10 @@ class Cache:
             copies.old_nodes = {}
         del previous_nodes
         copies.relink(nodes, self.tasks)
+        # (what reading objects found worth a Warning, once each, before the visit's)
+        warnings, self._read_warnings = [*self._read_warnings, *visit.warnings], []
         snapshot = Snapshot(jobs, nodes, queues, priority_classes, visit.skipped,
-                            visit.warnings, self.node_specs,
+                            warnings, self.node_specs,
                             tuple(self.budgets[key] for key in sorted(self.budgets)))
         self._serial += 1
         snapshot.serial, snapshot.base = self._serial, base

@@ -559,6 +559,20 @@ def read_preemptable(annotations: dict[str, str], labels: dict[str, str], defaul
     return default if said is None else said
 
 
+# The phases Volcano gives a PodGroup (its status is the scheduler's to write).
+PODGROUP_PHASES = frozenset({"Pending", "Inqueue", "Running", "Unknown", "Completed"})
+
+
+def _podgroup_phase(phase: str) -> tuple[str, str | None]:
+    """A PodGroup's phase, and what is wrong with it if it is none of Volcano's: then it
+    is read as Pending (its admission is checked again, and the phase the session
+    writes mends it), not as admitted, which would let it skip its queue's checks."""
+    if phase in PODGROUP_PHASES or phase == "":
+        return phase, None
+    return "Pending", (f"status.phase: {brief(phase)} is not a PodGroup phase (one of "
+                       f"{', '.join(sorted(PODGROUP_PHASES))}): read as Pending")
+
+
 def read_min_runtime(annotations: dict[str, str]) -> tuple[float | None, str | None]:
     """`volcano.sh/min-runtime` of a Queue or a PodGroup in seconds (a Go duration:
     `90s`, `10m`, `1h30m`), None when absent; with what is wrong with it, if anything.
@@ -748,6 +762,7 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
     annotations = _str_map(meta.get("annotations"), "metadata.annotations")
     labels = _str_map(meta.get("labels"), "metadata.labels")
     min_runtime, min_runtime_problem = read_min_runtime(annotations)
+    phase, phase_problem = _podgroup_phase(_text(status.get("phase"), "status.phase", "Pending"))
     return PodGroupSpec(
         namespace=namespace,
         name=name,
@@ -765,7 +780,8 @@ def parse_podgroup(obj: dict, creation_fallback: float = 0.0) -> PodGroupSpec:
         min_resources=min_resources,
         priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
         queue=_text(spec.get("queue"), "spec.queue", ""),
-        phase=_text(status.get("phase"), "status.phase", "Pending"),
+        phase=phase,
+        phase_problem=phase_problem,
         conditions=tuple(conditions),
         counts=(_count(status, "running"), _count(status, "succeeded"),
                 _count(status, "failed")),

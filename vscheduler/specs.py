@@ -211,6 +211,8 @@ class PodGroupSpec:
     sub_groups: tuple[SubGroupPolicy, ...] = ()
     # Its status as read: the job starts from these.
     phase: str = "Pending"
+    # what is wrong with the phase written, if anything (it is then read as Pending)
+    phase_problem: str | None = None
     conditions: tuple[ConditionSpec, ...] = ()
     # (running, succeeded, failed): what a status write compares to
     counts: tuple[int, int, int] = (0, 0, 0)
