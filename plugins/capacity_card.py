@@ -81,8 +81,8 @@ from vscheduler.plugins.queue_quota import priority_first
 from vscheduler.resources import MIN_RESOURCE
 from vscheduler.tidal import (
     SERVICE_TYPE_ANNOTATION,
+    ServiceTypesArgument,
     may_reclaim,
-    owner_service_types,
     service_type,
 )
 
@@ -116,9 +116,9 @@ class CapacityCardPlugin(Plugin):
         Argument("cardUnlimitedCpuMemory", bool, False,
                  "pods that ask for cards are not limited (nor counted) on cpu and memory "
                  "by their queue"),
-        Argument("podOwnerReferenceToServiceType", dict, {},
-                 "owner kind -> service type (inference|training), for jobs without "
-                 "volcano.sh/service.type"),
+        ServiceTypesArgument("podOwnerReferenceToServiceType", dict, {},
+                             "owner kind -> service type (inference|training), for jobs "
+                             "without volcano.sh/service.type"),
         Argument("overCommitFactor", float, 0.0,
                  "when > 0, a job is admitted only while the cluster's allocated and "
                  "admitted amounts stay within its total times this factor"),
@@ -132,8 +132,7 @@ class CapacityCardPlugin(Plugin):
     def on_session_open(self, session: SessionView) -> None:
         self.session = session
         self.unlimited = bool(self.args.get("cardUnlimitedCpuMemory", False))
-        self.owner_types = owner_service_types(
-            self.args.get("podOwnerReferenceToServiceType") or {})
+        self.owner_types = self.args.get("podOwnerReferenceToServiceType") or {}
         self.overcommit = float(self.args.get("overCommitFactor") or 0.0)
         self._warned: set[tuple[str, str]] = set()
         self._unlisted_unfit: dict[str, Unfit] = {}

@@ -11,24 +11,43 @@ inference task may take cards back from training tasks, and nothing else is ever
 - any other task (inference, or unknown as the seed's code allows) may take training
   tasks only: never inference tasks, never tasks of unknown type.
 
-Pure functions: the capacity-card plugin reads the annotations and asks these.
+Pure functions (and the conf's argument that names owner kinds' types): the
+capacity-card plugin reads the annotations and asks these.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["INFERENCE", "SERVICE_TYPE_ANNOTATION", "TRAINING", "UNKNOWN", "may_reclaim",
-           "owner_service_types", "service_type"]
+from vscheduler.plugin import Argument, ArgumentError
+from vscheduler.textinput import brief
+
+__all__ = ["INFERENCE", "SERVICE_TYPE_ANNOTATION", "TRAINING", "UNKNOWN", "ServiceTypesArgument",
+           "may_reclaim", "service_type"]
 
 SERVICE_TYPE_ANNOTATION = "volcano.sh/service.type"
 INFERENCE, TRAINING, UNKNOWN = "inference", "training", "unknown"
 
 
-def owner_service_types(mapping: Mapping[object, object]) -> dict[str, str]:
-    """The conf's owner kind -> service type map, its types normalised (`Inference`
-    and ` inference ` mean inference)."""
-    return {str(kind): str(kind_type).strip().lower() for kind, kind_type in mapping.items()}
+class ServiceTypesArgument(Argument):
+    """`podOwnerReferenceToServiceType`: owner kind -> `inference` or `training` (any
+    case), handed on normalised. Any other type is refused with the conf: a misspelt
+    `trainig` would leave every such job of unknown type, which reclaims from anyone
+    and is never taken, with nothing said."""
+
+    __slots__ = ()
+
+    def convert(self, raw: Any) -> Any:
+        mapping = super().convert(raw)
+        types: dict[str, str] = {}
+        for kind, kind_type in mapping.items():
+            value = kind_type.strip().lower() if isinstance(kind_type, str) else None
+            if not isinstance(kind, str) or value not in (INFERENCE, TRAINING):
+                raise ArgumentError(f"maps owner kinds to {INFERENCE} or {TRAINING}, got "
+                                    f"{brief(kind)}: {brief(kind_type)}")
+            types[kind] = value
+        return types
 
 
 def service_type(declared: str | None, owner_kind: str,

@@ -576,6 +576,29 @@ tiers:
 """)
 
 
+
+@pytest.mark.parametrize("mapping", ["{ReplicaSet: inferense}", "{Job: trainig}",
+                                     "{Job: [training]}", "{1: training}"])
+def test_a_service_type_that_is_neither_inference_nor_training_is_a_conf_error(mapping):
+    """A misspelt type left such jobs of unknown type, with nothing said: training
+    jobs were never reclaimed from."""
+    from vscheduler.conf import ConfError
+    with pytest.raises(ConfError, match="maps owner kinds to inference or training"):
+        conf(f"""
+actions: "allocate"
+tiers:
+- plugins: [{{name: capacity-card, arguments: {{podOwnerReferenceToServiceType: {mapping}}}}}]
+""")
+    plugin_conf = conf("""
+actions: "allocate"
+tiers:
+- plugins: [{name: capacity-card, arguments: {podOwnerReferenceToServiceType:
+    {ReplicaSet: ' Inference ', Job: TRAINING}}}]
+""")
+    assert plugin_conf.tiers[0][0].args["podOwnerReferenceToServiceType"] == {
+        "ReplicaSet": "inference", "Job": "training"}
+
+
 # --------------------------------------------------------------------------- bad input
 
 
