@@ -272,6 +272,26 @@ def test_a_nested_card_request_refuses_that_job_only():
     assert any("volcano.sh/card.request" in m and "nested more than" in m for m in messages)
 
 
+def test_a_kind_the_scheduler_reads_under_an_api_version_it_does_not_is_a_warning():
+    """A Pod of `core/v1`, or a kind or apiVersion that is no text, vanished from the
+    report unsaid; now each is named, and so is a Queue of another group (not read). A
+    kind the scheduler never reads (a Deployment) is passed over silently, as before."""
+    typo = {**pod("typo"), "apiVersion": "core/v1"}
+    listed = {**pod("listed"), "apiVersion": ["v1"]}
+    kind = {**pod("kind"), "kind": ["Pod"]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    theirs = {**queue("theirs"), "apiVersion": "example.com/v1"}
+    report = simulate([node("n1"), typo, listed, kind, deployment, theirs, pod("good")],
+                      CONF)
+    assert report["binds"] == {"default/good": "n1"}
+    warned = _warnings(report)
+    assert "apiVersion 'core/v1': a Pod is read as v1 only" in warned["Pod/default/typo"]
+    assert "apiVersion: expected a string, got ['v1']" in warned["Pod/default/listed"]
+    assert "kind: expected a string, got ['Pod']" in warned["?/default/kind"]
+    assert "Queue/theirs" in warned  # (a Queue is read as scheduling.volcano.sh/...)
+    assert not any("Deployment" in name for name in warned)
+
+
 def test_list_items_are_read_and_what_is_no_object_is_a_warning(tmp_path, capsys):
     # `kubectl get -o yaml` writes a List; one inside another is read too (it was
     # dropped whole), and an item or document that is no object is named, not dropped

@@ -24,9 +24,10 @@ from vscheduler.objects import (
     parse_priority_class,
     parse_queue,
 )
+from vscheduler.textinput import brief
 
-__all__ = ["CLUSTER_SCOPED", "READ_GROUPS", "add_object", "describe", "parse_object",
-           "put_object", "read_kind", "refused", "skipped_event"]
+__all__ = ["CLUSTER_SCOPED", "READ_GROUPS", "add_object", "describe", "not_read",
+           "parse_object", "put_object", "read_kind", "refused", "skipped_event"]
 
 # kind -> the API groups it is read from ("" is the core group). A Queue of another
 # group is someone else's Queue, not Volcano's; a PodGroup may be Volcano's or
@@ -62,6 +63,23 @@ def read_kind(obj: dict, kind: str | None = None) -> str | None:
         return kind  # e.g. an item of a list response, which names neither
     group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
     return kind if group in groups else None
+
+
+def not_read(obj: dict) -> str | None:
+    """Why a document `read_kind` passes over is likely a mistake, to say so: its kind
+    or apiVersion is not text, or it is of a kind the scheduler reads but of an API
+    group it does not read that kind from (`core/v1` for a Pod). None for a document
+    of a kind it never reads (a Deployment): nothing to say."""
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not isinstance(kind, str):
+        return f"kind: expected a string, got {brief(kind)}"
+    if api_version is not None and not isinstance(api_version, str):
+        return f"apiVersion: expected a string, got {brief(api_version)}"
+    groups = READ_GROUPS.get(kind)
+    if groups is None or read_kind(obj) is not None:
+        return None
+    named = " or ".join(f"{group}/..." if group else "v1" for group in groups)
+    return f"apiVersion {brief(api_version)}: a {kind} is read as {named} only"
 
 
 # kind -> what reads an object of it (with the order standing for a missing creation

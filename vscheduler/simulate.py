@@ -20,7 +20,15 @@ from vscheduler.cache import Cache
 from vscheduler.conf import SchedulerConf
 from vscheduler.framework.placement import NodeSampling
 from vscheduler.framework.results import Event, Eviction, SessionResult
-from vscheduler.ingest import READ_GROUPS, add_object, describe, read_kind, refused
+from vscheduler.ingest import (
+    READ_GROUPS,
+    add_object,
+    describe,
+    not_read,
+    read_kind,
+    refused,
+    skipped_event,
+)
 from vscheduler.model import Job, Task
 from vscheduler.objects import BadObject, metadata, timestamp_of
 from vscheduler.resources import Resource
@@ -295,6 +303,10 @@ class Simulation:
             if kind:
                 self._see_time(obj, float(index))
                 self._note_repeat(kind, obj, where)
+                continue
+            mistake = not_read(obj)
+            if mistake is not None:
+                self.report.add_event(skipped_event(obj, BadObject(mistake), where=where))
 
     def _note_repeat(self, kind: str, obj: dict, where: str) -> None:
         """A Warning for an object given twice (as `kubectl apply` of the files would,
