@@ -145,6 +145,32 @@ def test_malformed_objects_of_every_kind():
     assert any("metadata: expected a map" in m for m in messages)
 
 
+def test_a_key_given_twice_skips_its_document_and_a_conf_so_written_is_refused(
+        tmp_path, capsys):
+    """A pod given `spec:` twice was read with the second (another scheduler's: it left
+    the report), a `cpu:` twice with the last; a conf with `actions:` twice ran the
+    second. kubectl refuses such YAML: here the document is skipped, named, and the
+    conf is a bad conf."""
+    manifest = tmp_path / "cluster.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+        "status: {allocatable: {cpu: '8', memory: 8Gi, pods: '10'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: twice}\n"
+        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n"
+        "spec: {schedulerName: other, containers: [{name: c}]}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: good}\n"
+        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
+    assert main(["simulate", str(manifest), "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["binds"] == {"default/good": "n1"}
+    assert any("cluster.yaml#1: line 10: key 'spec' is given twice in one mapping "
+               "(first at line 9)" in e["message"] for e in report["events"])
+    conf_file = tmp_path / "twice.conf"
+    conf_file.write_text('actions: "enqueue, allocate"\nactions: "enqueue"\ntiers: []\n')
+    assert main(["simulate", str(manifest), "--conf", str(conf_file)]) == 2
+    assert "key 'actions' is given twice" in capsys.readouterr().err
+
+
 def test_a_file_that_is_not_yaml_is_one_line_and_exit_2(tmp_path, capsys):
     good = tmp_path / "good.yaml"
     good.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n"

@@ -197,6 +197,21 @@ def test_messages_keep_their_line_numbers():
         "raised line 3: expected the node content, but found '<stream end>'"]
 
 
+def test_a_key_given_twice_in_one_mapping_refuses_its_document_only():
+    """PyYAML keeps the last of two equal keys unsaid; kubectl refuses such a document.
+    Overriding what a merge key brings is what merge keys are for: not refused."""
+    assert _same_both_ways("a: 1\nb: 2\na: 3\n---\nc: 4\n") == [
+        "TextError(\"line 3: key 'a' is given twice in one mapping (first at line 1)\")",
+        "{'c': 4}"]
+    assert _same_both_ways("x: {k: 1, k: 1}\n") == [
+        "TextError(\"line 1: key 'k' is given twice in one mapping (first at line 1)\")"]
+    assert _same_both_ways("spec:\n  a: 1\n  a: 2\n")[0].startswith(
+        "TextError(\"line 3: key 'a'")
+    assert load_yaml("base: &b {x: 1, y: 2}\nc: {<<: *b, x: 3}\nd: *b\n") == {
+        "base": {"x": 1, "y": 2}, "c": {"x": 3, "y": 2}, "d": {"x": 1, "y": 2}}
+    assert load_yaml("'1': a\n1: b\n") == {"1": "a", 1: "b"}  # (a string and a number)
+
+
 def _libyaml_reads(depth: int) -> bool:
     """Whether the installed libyaml reads `depth` nested lists at all (the one in
     PyYAML 6.0.4's wheels refuses more than 1,000 levels itself)."""

@@ -256,6 +256,39 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _repeated_key(root: Node, aliased: bool) -> str | None:
+    """Where a mapping of the composed document gives one key twice, in words; None if
+    none does. PyYAML keeps the last silently, so a second `spec:` replaced the first
+    unsaid; kubectl and the API server refuse such a document. Merge keys (`<<`) and
+    the keys they bring are not counted: overriding those is what they are for. A loop
+    over the nodes, each once (with `aliased`, nodes may be shared), no recursion."""
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if aliased:
+            if id(node) in seen_nodes:
+                continue
+            seen_nodes.add(id(node))
+        if isinstance(node, MappingNode):
+            keys: dict[tuple[str, str], int] = {}
+            for key, value in node.value:
+                if isinstance(key, ScalarNode) and key.tag != _MERGE:
+                    line = key.start_mark.line + 1
+                    first = keys.get((key.tag, key.value))
+                    if first is not None:
+                        return (f"line {line}: key {brief(key.value)} is given twice in one "
+                                f"mapping (first at line {first})")
+                    keys[(key.tag, key.value)] = line
+                stack.append(value)
+        elif isinstance(node, CollectionNode):
+            stack.extend(node.value)
+    return None
+
+
 def _construct(node: Node) -> Any:
     """A composed document as Python values (YAML 1.1 safe types); a fresh constructor
     each time, so a document that fails leaves nothing behind for the next."""
@@ -275,6 +308,9 @@ def _document(node: Node | None, max_depth: int, aliased: bool,
     problem = _alias_problem(node, max_depth) if aliased else None
     if problem is not None:
         return TextError(f"line {node.start_mark.line + 1}: {problem}")
+    repeated = _repeated_key(node, aliased)
+    if repeated is not None:
+        return TextError(repeated)
     try:
         return _construct(node)
     except yaml.YAMLError as err:  # e.g. a tag no safe constructor knows
