@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,6 +170,23 @@ def test_a_key_given_twice_skips_its_document_and_a_conf_so_written_is_refused(
     conf_file.write_text('actions: "enqueue, allocate"\nactions: "enqueue"\ntiers: []\n')
     assert main(["simulate", str(manifest), "--conf", str(conf_file)]) == 2
     assert "key 'actions' is given twice" in capsys.readouterr().err
+
+
+def test_endless_or_huge_input_is_refused_not_read_into_memory(tmp_path, capsys,
+                                                               monkeypatch):
+    """`--conf /dev/zero` or `simulate /dev/zero` grew without end: past its limit, the
+    text is one line and exit code 2 (the manifest limit made small here)."""
+    quickstart = str(Path(__file__).parent.parent / "examples" / "quickstart.yaml")
+    assert main(["simulate", quickstart, "--conf", "/dev/zero"]) == 2
+    assert "/dev/zero: larger than 1,048,576 bytes; not read" in capsys.readouterr().err
+    from vscheduler import simulate as simulate_module
+    monkeypatch.setattr(simulate_module, "MAX_MANIFEST_BYTES", 1000)
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * 2000 + "\n")
+    assert main(["simulate", str(big)]) == 2
+    assert "big.yaml: larger than 1,000 bytes; not read" in capsys.readouterr().err
+    assert main(["simulate", "/dev/zero"]) == 2
+    assert "/dev/zero: larger than 1,000 bytes" in capsys.readouterr().err
 
 
 def test_a_file_that_is_not_yaml_is_one_line_and_exit_2(tmp_path, capsys):

@@ -13,7 +13,7 @@ from typing import Any
 from vscheduler.hookspecs import ENABLE_FLAGS
 from vscheduler.plugin import ArgumentError, check_arguments
 from vscheduler.registry import RegistryError, hooks_of, load_action, load_plugin
-from vscheduler.textinput import TextError, load_yaml
+from vscheduler.textinput import MAX_CONF_BYTES, TextError, load_yaml, read_limited
 
 __all__ = ["DEFAULT_CONF", "ConfError", "PluginOption", "SchedulerConf", "load_conf",
            "parse_conf"]
@@ -93,10 +93,12 @@ def load_conf(path: str | None) -> SchedulerConf:
     if path is None:
         return parse_conf(DEFAULT_CONF, "default conf")
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            text = read_limited(handle, MAX_CONF_BYTES, path).decode("utf-8")
     except OSError as err:
         raise ConfError(f"{path}: cannot read: {err.strerror}") from None
+    except TextError as err:
+        raise ConfError(str(err)) from None
     except UnicodeDecodeError as err:
         raise ConfError(f"{path}: not UTF-8 text (byte {err.start})") from None
     return parse_conf(text, path)

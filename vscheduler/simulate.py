@@ -33,7 +33,13 @@ from vscheduler.model import Job, Task
 from vscheduler.objects import BadObject, metadata, timestamp_of
 from vscheduler.resources import Resource
 from vscheduler.scheduler import Scheduler
-from vscheduler.textinput import TextError, brief, load_yaml_documents
+from vscheduler.textinput import (
+    MAX_MANIFEST_BYTES,
+    TextError,
+    brief,
+    load_yaml_documents,
+    read_limited,
+)
 
 __all__ = ["ManifestError", "Manifests", "Report", "Simulation", "load_manifests"]
 
@@ -63,13 +69,18 @@ def _read_text(path: str) -> str:
     try:
         if path == STDIN:
             stream = getattr(sys.stdin, "buffer", None)
-            data = stream.read() if stream is not None else sys.stdin.read()
+            data: str | bytes = read_limited(stream, MAX_MANIFEST_BYTES, name) \
+                if stream is not None else sys.stdin.read(MAX_MANIFEST_BYTES + 1)
         else:
             with open(path, "rb") as handle:
-                data = handle.read()
+                data = read_limited(handle, MAX_MANIFEST_BYTES, name)
+        if len(data) > MAX_MANIFEST_BYTES:  # (a text stdin, as tests give it)
+            raise TextError(f"{name}: larger than {MAX_MANIFEST_BYTES:,} bytes; not read")
         return data if isinstance(data, str) else data.decode("utf-8")
     except OSError as err:
         raise ManifestError(f"cannot read {name}: {err.strerror or err}") from None
+    except TextError as err:
+        raise ManifestError(str(err)) from None
     except UnicodeDecodeError as err:
         raise ManifestError(f"{name}: not UTF-8 text (byte {err.start})") from None
 

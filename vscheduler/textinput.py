@@ -22,7 +22,7 @@ import itertools
 import json
 import reprlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from yaml.composer import ComposerError
@@ -44,8 +44,18 @@ from yaml.nodes import CollectionNode, MappingNode, Node, ScalarNode
 from yaml.reader import Reader
 from yaml.resolver import Resolver
 
-__all__ = ["MAX_DEPTH", "MAX_JSON_BYTES", "TextError", "brief", "load_json", "load_yaml",
-           "load_yaml_documents"]
+__all__ = [
+    "MAX_CONF_BYTES",
+    "MAX_DEPTH",
+    "MAX_JSON_BYTES",
+    "MAX_MANIFEST_BYTES",
+    "TextError",
+    "brief",
+    "load_json",
+    "load_yaml",
+    "load_yaml_documents",
+    "read_limited",
+]
 
 # Kubernetes objects nest about ten levels (a pod's affinity terms are the deepest);
 # a hundred leaves room for any real object and keeps the parsers' recursion far below
@@ -54,10 +64,23 @@ MAX_DEPTH = 100
 # The API server refuses an object whose annotations exceed 256 KiB in all: no single
 # annotation a user wrote can be longer.
 MAX_JSON_BYTES = 256 * 1024
+# A conf is a ConfigMap's value, which holds 1 MiB at most. Manifests: a 150,000-pod
+# cluster is about 60 MiB of YAML, and reading 1 GiB of it would take most of an hour;
+# past that (`/dev/zero`, an endless pipe) the text is refused, not read into memory.
+MAX_CONF_BYTES = 1024 * 1024
+MAX_MANIFEST_BYTES = 1024 * 1024 * 1024
 
 
 class TextError(ValueError):
     """Text that cannot be read; the message says why (and where, when known)."""
+
+
+def read_limited(stream: BinaryIO, limit: int, name: str) -> bytes:
+    """All of `stream`, or a TextError once it passes `limit` bytes (read no further)."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise TextError(f"{name}: larger than {limit:,} bytes; not read")
+    return data
 
 
 _BRIEF = reprlib.Repr()
