@@ -36,9 +36,14 @@ def test_the_name_label_is_the_name_whatever_the_manifest_says():
         "ml", {NAMESPACE_NAME_LABEL: "ml"})
 
 
-def test_label_values_yaml_made_numbers_are_read_as_text():
-    _, labels = parse_namespace(namespace("ml", {"rank": 1, "gpu": True}))  # type: ignore
-    assert labels == {"rank": "1", "gpu": "True", NAMESPACE_NAME_LABEL: "ml"}
+@pytest.mark.parametrize("value", [1, True, 1.1])
+def test_label_values_yaml_made_numbers_or_booleans_are_refused(value):
+    """An unquoted `no`, `1.10` or `010` is no string to YAML, and its text is lost
+    (`False`, `1.1`, `8`): read as that, a selector written the same way would not match.
+    The API server refuses such a value; so does the scheduler, saying to quote it."""
+    with pytest.raises(BadObject, match=r"metadata\.labels\.rank: expected a string, got "
+                                        r".*quote it"):
+        parse_namespace(namespace("ml", {"rank": value}))  # type: ignore[dict-item]
 
 
 def test_parsing_never_changes_the_object_read():

@@ -116,10 +116,15 @@ _SHARED_REQUESTS: dict[tuple, Resource] = {}
 
 
 def _scalar(value: Any, where: str) -> str:
-    """A string, or a number or boolean YAML made of an unquoted value, as text."""
+    """A string. A number, a boolean or a date is refused, as the API server refuses it:
+    YAML makes one of an unquoted value (`no`, `1.10`, `010`), and its text is then
+    lost (`False`, `1.1`, `8`), so a selector written the same way would not match."""
+    if isinstance(value, str):
+        return value
     if isinstance(value, list | dict):
         raise BadObject(f"{where}: expected a string, got {type(value).__name__}")
-    return str(value)
+    raise BadObject(f"{where}: expected a string, got {brief(value)} (YAML reads an "
+                    "unquoted value such as no, 1.10 or 010 as no string: quote it)")
 
 
 def _text(value: Any, where: str, default: str) -> str:
