@@ -133,8 +133,8 @@ def _text(value: Any, where: str, default: str) -> str:
 
 
 def _str_map(obj: Any, where: str) -> dict[str, str]:
-    """Labels, annotations, a selector: strings to strings (a number or a boolean that
-    YAML made of an unquoted value is read as its text; a list or a map is an error)."""
+    """Labels, annotations, a selector: strings to strings (anything else as a value is
+    an error: see `_scalar`)."""
     mapping = _map(obj, where)
     if not mapping:
         return _NO_STRINGS
