@@ -90,6 +90,7 @@ from vscheduler.plugins.queue_quota import (
     queue_usage,
     room_refusal,
     total_guarantee,
+    warn_guarantees_over_cluster,
 )
 from vscheduler.queue_tree import ROOT, QueueTree
 from vscheduler.quota import (
@@ -344,7 +345,10 @@ class CapacityPlugin(QueueUsage, Plugin):
             if guarantee is not None:
                 total.add(guarantee)
         own = queues[parent].guarantee or Resource()
-        if parent != ROOT and not total.less_equal(own):
+        if parent == ROOT:
+            warn_guarantees_over_cluster(self.session, total, [
+                child for child in tree.children[parent] if queues[child].guarantee])
+        elif not total.less_equal(own):
             self.session.event(
                 f"Queue/{parent}", "Warning", "InvalidQueueTree",
                 f"its child queues are guaranteed {resource_text(total)} in all, more "

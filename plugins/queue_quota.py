@@ -23,11 +23,11 @@ from vscheduler.quota import (
     resource_text,
     without_gated,
 )
-from vscheduler.resources import Resource, share
+from vscheduler.resources import MIN_RESOURCE, Resource, share
 from vscheduler.tally import Part, Tally
 
 __all__ = ["QueueFigures", "QueueUsage", "admission", "priority_first", "queue_usage",
-           "room_refusal", "total_guarantee"]
+           "room_refusal", "total_guarantee", "warn_guarantees_over_cluster"]
 
 
 class QueueFigures:
@@ -86,8 +86,11 @@ def admission(session: SessionView, job: Job, queue: Queue | None,
     failing = quota_exceeded(needed, figures.real_capability, minimum)
     if not failing:
         return PERMIT
+    # (Volcano's words, then the figures behind them)
     reason = "queue resource quota insufficient: " + ", ".join(
-        f"insufficient {n}" for n in failing)
+        f"insufficient {n}" for n in failing) + f" (queue {queue.name}: " + "; ".join(
+        f"minResources + held + admitted {amount_text(n, needed.get(n))} > real "
+        f"capability {amount_text(n, figures.real_capability.get(n))}" for n in failing) + ")"
     if not job.bare:
         session.event(f"PodGroup/{job.uid}", "Normal", "Unschedulable", reason)
     return Reject(reason)
@@ -133,12 +136,33 @@ def _job_usage(job: Job) -> Part:
 
 
 def total_guarantee(session: SessionView) -> Resource:
-    """What every queue is guaranteed, summed (the real capabilities leave it aside)."""
+    """What every queue is guaranteed, summed (the real capabilities leave it aside);
+    a Warning if that passes the cluster (`warn_guarantees_over_cluster`)."""
     total = Resource()
+    guaranteed = []
     for queue in session.queues.values():
         if queue.guarantee is not None:
             total.add(queue.guarantee)
+            guaranteed.append(queue.name)
+    warn_guarantees_over_cluster(session, total, guaranteed)
     return total
+
+
+def warn_guarantees_over_cluster(session: SessionView, total: Resource,
+                                 queues: list[str]) -> None:
+    """A Warning on each of `queues` when their guarantees, `total`, pass what the
+    cluster holds: the queues without a guarantee are then left none of it, and their
+    pods would say only that their queue's quota is insufficient."""
+    cluster = session.total_resource
+    over = [n for n in total.names() if total.get(n) - cluster.get(n) >= MIN_RESOURCE]
+    if not over:
+        return
+    amounts = ", ".join(f"{n} {amount_text(n, total.get(n))} > "
+                        f"{amount_text(n, cluster.get(n))}" for n in over)
+    for name in sorted(queues):
+        session.event(f"Queue/{name}", "Warning", "GuaranteeOverCluster", (
+            f"the queues' guarantees pass what the cluster holds ({amounts}): the queues "
+            "without a guarantee get none of it"))
 
 
 def queue_usage(session: SessionView) -> Tally:

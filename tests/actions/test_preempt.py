@@ -135,8 +135,9 @@ def test_full_queue_admits_nothing_to_preempt_for():
                pod("urgent", cpu="1", priority_class="high")]
     report = simulate(objects, CONF.replace('"allocate,', '"enqueue, allocate,'))
     assert report["evictions"] == []
-    assert "queue resource quota insufficient: insufficient cpu" in \
-        report["pending"]["default/urgent"]
+    assert report["pending"]["default/urgent"] == [
+        "queue resource quota insufficient: insufficient cpu (queue default: minResources "
+        "+ held + admitted 3 > real capability 2)"]
 
 
 # --------------------------------------------------------------------------- node scores

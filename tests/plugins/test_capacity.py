@@ -219,7 +219,8 @@ def test_enqueue_rejects_min_resources_over_real_capability():
     report = simulate(objects, CONF)
     assert report["binds"] == {}
     assert report["podGroups"]["default/big"]["phase"] == "Pending"
-    reason = "queue resource quota insufficient: insufficient cpu"
+    reason = ("queue resource quota insufficient: insufficient cpu (queue q1: minResources + "
+              "held + admitted 4 > real capability 2)")
     assert vote.reason == reason
     assert reason in report["pending"]["default/big-0"]
     assert {"object": "PodGroup/default/big", "type": "Normal", "reason": "Unschedulable",

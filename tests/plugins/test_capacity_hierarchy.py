@@ -878,3 +878,18 @@ def test_the_shipped_hierarchy_conf_reclaims_from_the_sibling_over_its_deserved(
     report = simulate(objects, shipped)
     assert [(e["pod"], e["for"]) for e in report["evictions"]] == [
         (f"{NS}/s-1", f"{NS}/want-0")]
+
+
+def test_root_children_guaranteed_beyond_the_cluster_warn():
+    """Under root, two departments guaranteed 6 CPUs each on an 8-CPU cluster: a
+    Warning on each (the tree's check of guarantees against a parent covers root too,
+    whose own is the cluster)."""
+    objects = [n1(), ROOT, q("a", guarantee=cm("6")), q("b", guarantee=cm("6")), q("c")]
+    report = simulate(objects, CONF)
+    for name in ("a", "b"):
+        [message] = [e["message"] for e in report["events"]
+                     if e["object"] == f"Queue/{name}" and e["reason"] == "GuaranteeOverCluster"]
+        assert "(cpu 12 > 8)" in message
+    objects[2] = q("a", guarantee=cm("2"))
+    assert not any(e["reason"] == "GuaranteeOverCluster"
+                   for e in simulate(objects, CONF)["events"])

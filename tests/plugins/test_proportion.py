@@ -316,7 +316,9 @@ def test_enqueue_rejects_min_resources_over_real_capability():
     report = simulate(objects, CONF)
     assert report["binds"] == {}
     assert report["podGroups"]["default/big"]["phase"] == "Pending"
-    reason = "queue resource quota insufficient: insufficient cpu"
+    # (Volcano's words, then the figures behind them)
+    reason = ("queue resource quota insufficient: insufficient cpu (queue q1: minResources + "
+              "held + admitted 4 > real capability 2)")
     assert reason in report["pending"]["default/big-0"]
     assert {"object": "PodGroup/default/big", "type": "Normal", "reason": "Unschedulable",
             "message": reason, "count": 1} in report["events"]
@@ -332,8 +334,8 @@ def test_enqueue_counts_allocated_and_admitted_jobs():
     assert report["binds"] == {"default/first-0": "n1"}
     assert report["podGroups"]["default/first"]["phase"] == "Running"
     assert report["podGroups"]["default/second"]["phase"] == "Pending"
-    assert ("queue resource quota insufficient: insufficient cpu"
-            in report["pending"]["default/second-0"])
+    assert ("queue resource quota insufficient: insufficient cpu (queue q1: minResources + "
+            "held + admitted 6 > real capability 4)" in report["pending"]["default/second-0"])
 
 
 def test_elastic_part_of_running_jobs_does_not_block_admission():
@@ -371,8 +373,8 @@ def test_bare_pod_rejection_records_no_podgroup_event():
                pod("lonely", cpu="2", queue="q1")]
     report = simulate(objects, CONF)
     assert report["binds"] == {}
-    assert ("queue resource quota insufficient: insufficient cpu"
-            in report["pending"]["default/lonely"])
+    assert ("queue resource quota insufficient: insufficient cpu (queue q1: minResources + "
+            "held + admitted 2 > real capability 1)" in report["pending"]["default/lonely"])
     assert not any(e["object"].startswith("PodGroup/") for e in report["events"])
 
 
@@ -504,3 +506,23 @@ def test_allocation_never_passes_deserved_on_requested_dimensions(objects: list[
         if placed.is_empty():
             continue
         assert quota_exceeded(attr.allocated, deserved[name], placed) == []
+
+
+def test_guarantees_beyond_the_cluster_warn_on_the_guaranteed_queues():
+    """A cluster of 8 CPUs, queue qx guaranteed 100: every other queue's real capability
+    is nothing. Their pods wait saying so with the figures, and qx has a Warning naming
+    the amounts (a cluster smaller than its quotas, said where an operator looks)."""
+    objects = [node("n1", cpu="8"), queue("qx", guarantee={"cpu": "100"}), queue("other"),
+               pod("p-qx", cpu="500m", queue="qx"), pod("p-other", cpu="500m", queue="other")]
+    report = simulate(objects, CONF)
+    assert report["binds"] == {"default/p-qx": "n1"}
+    assert report["pending"]["default/p-other"] == [
+        "queue resource quota insufficient: insufficient cpu (queue other: minResources + "
+        "held + admitted 500m > real capability 0)"]
+    [warning] = [e for e in report["events"] if e["reason"] == "GuaranteeOverCluster"]
+    assert warning["object"] == "Queue/qx" and warning["type"] == "Warning"
+    assert "(cpu 100 > 8)" in warning["message"]
+    objects[1] = queue("qx", guarantee={"cpu": "4"})
+    report = simulate(objects, CONF)
+    assert not any(e["reason"] == "GuaranteeOverCluster" for e in report["events"])
+    assert len(report["binds"]) == 2
