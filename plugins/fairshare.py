@@ -27,10 +27,8 @@ cannot be read is taken as no history, with a Warning event on the Queue.
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
 
 from vscheduler.guards import DurationArgument
 from vscheduler.hookspecs import SessionView, hookimpl
@@ -38,6 +36,7 @@ from vscheduler.model import Queue
 from vscheduler.plugin import Plugin
 from vscheduler.plugins.queue_quota import queue_usage
 from vscheduler.resources import Resource, share
+from vscheduler.textinput import TextError, brief, load_json
 
 __all__ = ["HISTORY", "FairSharePlugin", "History"]
 
@@ -140,22 +139,40 @@ class FairSharePlugin(Plugin):
         return tuple(sorted(self.values.items()))
 
 
+_FORM = '{"share": 0.25, "held": 1.0, "at": "2026-05-01T10:00:00Z"}'
+
+
 @lru_cache(maxsize=4096)
 def _parsed(raw: str) -> tuple[float, float, float] | str:
-    """(share, held, at) as an annotation writes them, or why it cannot be read. Read
-    once per text: every session compares each queue's annotation with its history."""
+    """(share, held, at) as an annotation writes them, or why it cannot be read, in
+    words. Read once per text: every session compares each queue's annotation with its
+    history."""
     try:
-        parsed: Any = json.loads(raw)
-        value, held = float(parsed["share"]), float(parsed.get("held", 0.0))
-        at = datetime.fromisoformat(str(parsed["at"]).replace("Z", "+00:00"))
-        if not all(0.0 <= x <= 1.0 and math.isfinite(x) for x in (value, held)) \
-                or at.tzinfo is None:
-            raise ValueError("share and held must be between 0 and 1, at a time with "
-                             "a zone")
-        return value, held, at.timestamp()
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError,
-            OverflowError) as err:
+        parsed = load_json(raw)
+    except TextError as err:
         return str(err)[:120]
+    if not isinstance(parsed, dict):
+        return f"expected a JSON object like {_FORM}, got {brief(parsed)}"
+    figures = []
+    for key, default in (("share", None), ("held", 0.0)):
+        value = parsed.get(key, default)
+        if value is None:
+            return f"{key!r} is missing (expected {_FORM})"
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not 0.0 <= value <= 1.0:
+            return f"{key!r} must be a number from 0 to 1, got {brief(value)}"
+        figures.append(float(value))
+    at = parsed.get("at")
+    if not isinstance(at, str):
+        return f"'at' must be a time like 2026-05-01T10:00:00Z, got {brief(at)}"
+    try:
+        when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+        stamp = when.timestamp()
+    except (ValueError, OverflowError, OSError):
+        when = None
+    if when is None or when.tzinfo is None:
+        return f"'at' must be a time with a zone, like 2026-05-01T10:00:00Z, got {brief(at)}"
+    return figures[0], figures[1], stamp
 
 
 def _dominant(allocated: Resource, total: Resource) -> float:

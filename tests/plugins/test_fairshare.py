@@ -165,11 +165,21 @@ def test_a_restart_moves_the_history_on_with_what_the_queue_held():
     assert json.loads(written)["share"] > 0.99
 
 
-@pytest.mark.parametrize("raw", [
-    '{"share": 1' + "0" * 400 + ', "at": "2026-01-01T00:00:00Z"}',
-    '{"share": 0.5, "at": "not a time"}', '[1, 2]', "{" * 200, '{"share": -1, "at": 5}'])
-def test_an_unreadable_history_is_a_warning_and_no_crash(raw):
+@pytest.mark.parametrize(("raw", "words"), [
+    ('{"share": 1' + "0" * 400 + ', "at": "2026-01-01T00:00:00Z"}',
+     "'share' must be a number from 0 to 1, got 1000"),
+    ('{"share": 0.5, "at": "not a time"}', "'at' must be a time with a zone, like "),
+    ('{"share": 0.5, "at": "2026-01-01T00:00:00"}', "'at' must be a time with a zone"),
+    ('{"share": 0.5, "at": "2026-01-01T00:00:00+25:00"}', "'at' must be a time with a zone"),
+    ("[1, 2]", "expected a JSON object like {"), ("null", "expected a JSON object like {"),
+    ('{"share": 0.5}', "'at' must be a time like 2026-05-01T10:00:00Z, got None"),
+    ('{"at": "2026-01-01T00:00:00Z"}', "'share' is missing"),
+    ('{"share": true, "at": "2026-01-01T00:00:00Z"}', "'share' must be a number"),
+    ("{" * 200, "nested more than"), ('{"share": -1, "at": 5}', "'share' must be a number")])
+def test_an_unreadable_history_is_a_warning_that_says_why_and_no_crash(raw, words):
     simulation = run([*cluster({"a": raw}), *gang("a1", "a"), *gang("b1", "b")], conf())
     assert simulation.report.binds
-    assert any(e["object"] == "Queue/a" and e["reason"] == "InvalidUsageHistory"
-               for e in simulation.report.as_dict()["events"])
+    [message] = [e["message"] for e in simulation.report.as_dict()["events"]
+                 if e["object"] == "Queue/a" and e["reason"] == "InvalidUsageHistory"]
+    assert message.startswith(f"{HISTORY}: ") and words in message, message
+    assert message.endswith("; taken as no history")
