@@ -117,6 +117,37 @@ def test_a_podgroup_phase_volcano_has_not_is_read_as_pending_with_a_warning(phas
     assert simulate(objects, ENQUEUE_CONF)["binds"] == {"default/other": "n1"}
 
 
+def _preferred_node_affinity(weight: int) -> dict:
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": weight, "preference": {"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
+
+
+@pytest.mark.parametrize(("obj", "name", "words"), [
+    ({**priority_class("huge", 0), "value": 3_000_000_000}, "PriorityClass/huge",
+     "value: 3000000000 is out of range for a priority (32 bits)"),
+    ({**pod("low"), "spec": {**pod("low")["spec"], "priority": -99_999_999_999}},
+     "Pod/default/low", "spec.priority: -99999999999 is out of range for a priority"),
+    (pod("far", affinity=_preferred_node_affinity(1000)), "Pod/default/far",
+     "preferredDuringSchedulingIgnoredDuringExecution[0].weight: 1 to 100, got 1000"),
+    (pod("neg", affinity=_preferred_node_affinity(-5)), "Pod/default/neg", "1 to 100, got -5"),
+    (pod("tol", tolerations=[{"key": "k", "operator": "Exists", "effect": "Sometimes"}]),
+     "Pod/default/tol", "spec.tolerations[0].effect: 'Sometimes' is not NoSchedule"),
+    (pod("gated", gates=[""]), "Pod/default/gated", "spec.schedulingGates[].name: missing"),
+    (podgroup("names", 1, min_resources={"bad name!": "1"}), "PodGroup/default/names",
+     "spec.minResources: 'bad name!' is not a resource name"),
+    (podgroup("blank", 1, min_resources={"": "1"}), "PodGroup/default/blank",
+     "spec.minResources: '' is not a resource name"),
+])
+def test_values_the_api_server_refuses_are_refused_here_too(obj, name, words):
+    """Each was read as written: a priority beyond 32 bits, a preference weight outside
+    1-100, a toleration effect no taint has, a gate without a name ("Pod has scheduling
+    gates: , "), a resource named "" ("overused , ")."""
+    report = simulate([node("n1"), obj, pod("good")], CONF)
+    assert report["binds"] == {"default/good": "n1"}
+    assert words in _warnings(report)[name]
+
+
 def test_malformed_objects_of_every_kind():
     objects = [
         node("n1"),

@@ -198,9 +198,26 @@ def _int(obj: Any, where: str, default: int | None = None) -> int | None:
     return obj
 
 
+def _int32(value: int | None, where: str) -> int | None:
+    """A priority, which Kubernetes holds in 32 bits (the API server refuses more)."""
+    if value is not None and not -2**31 <= value < 2**31:
+        raise BadObject(f"{where}: {value} is out of range for a priority (32 bits)")
+    return value
+
+
+# A resource name: a qualified name (an optional DNS-subdomain prefix and a name), as
+# the API server validates it.
+_RESOURCE_NAME = re.compile(r"^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*"
+                            r"[a-z0-9])?)*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
 def _resources(obj: Any, where: str) -> Resource:
+    mapping = _map(obj, where)
+    for name in mapping:
+        if not isinstance(name, str) or len(name) > 316 or not _RESOURCE_NAME.match(name):
+            raise BadObject(f"{where}: {brief(name)} is not a resource name")
     try:
-        return Resource.from_k8s(_map(obj, where))
+        return Resource.from_k8s(mapping)
     except QuantityError as err:
         raise BadObject(f"{where}: {err}") from None
 
@@ -463,10 +480,15 @@ def _affinity(spec: dict) -> tuple[list | None, tuple]:
     for i, pref in enumerate(_list(node_affinity.get(
             "preferredDuringSchedulingIgnoredDuringExecution"), where)):
         pref = _map(pref, f"{where}[{i}]")
-        weight = _int(pref.get("weight"), f"{where}[{i}].weight", 0)
+        weight = _int(pref.get("weight"), f"{where}[{i}].weight", 0) or 0
+        if not 1 <= weight <= 100:  # (as the API server validates)
+            raise BadObject(f"{where}[{i}].weight: 1 to 100, got {weight}")
         preferred.append((weight, _node_selector_term(pref.get("preference"),
                                                       f"{where}[{i}].preference")))
     return required, tuple(preferred)
+
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def _tolerations(spec: dict) -> tuple[tuple[str, str, str, str], ...]:
@@ -478,9 +500,12 @@ def _tolerations(spec: dict) -> tuple[tuple[str, str, str, str], ...]:
             raise BadObject(f"spec.tolerations[{i}].operator: {brief(operator)} is not Equal "
                             "or Exists")
         where = f"spec.tolerations[{i}]"
+        effect = _text(tol.get("effect"), f"{where}.effect", "")
+        if effect not in ("", *TAINT_EFFECTS):  # (empty: every effect)
+            raise BadObject(f"{where}.effect: {brief(effect)} is not NoSchedule, "
+                            "PreferNoSchedule or NoExecute")
         out.append((_text(tol.get("key"), f"{where}.key", ""), operator,
-                    _text(tol.get("value"), f"{where}.value", ""),
-                    _text(tol.get("effect"), f"{where}.effect", "")))
+                    _text(tol.get("value"), f"{where}.value", ""), effect))
     return tuple(out)
 
 
@@ -646,6 +671,8 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
     gates = tuple(_text(_map(g, "spec.schedulingGates[]").get("name"),
                         "spec.schedulingGates[].name", "")
                   for g in _list(spec.get("schedulingGates"), "spec.schedulingGates"))
+    if "" in gates:
+        raise BadObject("spec.schedulingGates[].name: missing")
     key = f"{namespace}/{name}"
     pod = Pod(
         uid=_text(meta.get("uid"), "metadata.uid", key),
@@ -658,7 +685,7 @@ def parse_pod(obj: dict, creation_fallback: float = 0.0) -> ParsedPod:
         labels=labels,
         creation=creation_of(obj, creation_fallback),
         phase=phase,
-        priority=_int(spec.get("priority"), "spec.priority"),
+        priority=_int32(_int(spec.get("priority"), "spec.priority"), "spec.priority"),
         priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName", ""),
         preemption_policy=_text(spec.get("preemptionPolicy"), "spec.preemptionPolicy", ""),
         owner_kind=owner_kind,
@@ -709,7 +736,7 @@ def parse_node(obj: dict) -> NodeSpec:
     for i, taint in enumerate(_list(spec.get("taints"), "spec.taints")):
         taint = _map(taint, f"spec.taints[{i}]")
         effect = taint.get("effect")
-        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        if effect not in TAINT_EFFECTS:
             raise BadObject(f"spec.taints[{i}].effect: {brief(effect)} is not NoSchedule, "
                             "PreferNoSchedule or NoExecute")
         taints.append((_text(taint.get("key"), f"spec.taints[{i}].key", ""),
@@ -997,6 +1024,7 @@ def parse_priority_class(obj: dict) -> PriorityClass:
     value = _int(obj.get("value"), "value")
     if value is None:
         raise BadObject("value: missing")
+    _int32(value, "value")
     return PriorityClass(name, value, _flag(obj.get("globalDefault"), "globalDefault"))
 
 

@@ -181,8 +181,7 @@ def test_preferred_affinity_scores_are_normalised_over_the_candidates() -> None:
                node("n2", labels={"zone": "a", "disk": "ssd"}),
                node("n3"),
                pod("p", affinity=preferred((2, label_is("zone", "a")),
-                                           (4, label_is("disk", "ssd")),
-                                           (0, label_is("zone", "a"))))]
+                                           (4, label_is("disk", "ssd"))))]
     args = {"tainttoleration.weight": 0}
     session = open_session(objects, conf(**args))
     plugin = session.plugins["nodeorder"]
