@@ -136,15 +136,11 @@ def _job_usage(job: Job) -> Part:
 
 
 def total_guarantee(session: SessionView) -> Resource:
-    """What every queue is guaranteed, summed (the real capabilities leave it aside);
-    a Warning if that passes the cluster (`warn_guarantees_over_cluster`)."""
+    """What every queue is guaranteed, summed (the real capabilities leave it aside)."""
     total = Resource()
-    guaranteed = []
     for queue in session.queues.values():
         if queue.guarantee is not None:
             total.add(queue.guarantee)
-            guaranteed.append(queue.name)
-    warn_guarantees_over_cluster(session, total, guaranteed)
     return total
 
 
@@ -183,6 +179,8 @@ class QueueUsage:
         """The figures of every queue that has jobs in the session, from the jobs' sums
         kept between sessions (`vscheduler.tally`; proportion and capacity share them)."""
         guarantees = total_guarantee(session)
+        warn_guarantees_over_cluster(session, guarantees, [
+            queue.name for queue in session.queues.values() if queue.guarantee is not None])
         usage = queue_usage(session)
         self.queue_figures = {}
         for name in sorted(usage.sums):

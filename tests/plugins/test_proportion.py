@@ -521,7 +521,7 @@ def test_guarantees_beyond_the_cluster_warn_on_the_guaranteed_queues():
         "held + admitted 500m > real capability 0)"]
     [warning] = [e for e in report["events"] if e["reason"] == "GuaranteeOverCluster"]
     assert warning["object"] == "Queue/qx" and warning["type"] == "Warning"
-    assert "(cpu 100 > 8)" in warning["message"]
+    assert "(cpu 100 > 8)" in warning["message"] and warning["count"] == 1
     objects[1] = queue("qx", guarantee={"cpu": "4"})
     report = simulate(objects, CONF)
     assert not any(e["reason"] == "GuaranteeOverCluster" for e in report["events"])
