@@ -39,7 +39,8 @@ from vscheduler.objects import parse_bool
 from vscheduler.quantity import QuantityError
 from vscheduler.resources import MIN_RESOURCE, PODS, Resource
 
-__all__ = ["ANNOTATIONS", "NO_TERMS", "BorrowTerms", "Lending", "beyond", "read_terms"]
+__all__ = ["ANNOTATIONS", "BORROW_FROM", "NO_TERMS", "BorrowTerms", "Lending", "beyond",
+           "read_terms"]
 
 PREFIX = "elastic.gpu/"
 BORROW_FROM = PREFIX + "borrow-from"

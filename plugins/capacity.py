@@ -74,7 +74,14 @@ from typing import Any
 from vscheduler.hookspecs import PERMIT, Reject, SessionView, Vote, hookimpl
 from vscheduler.model import Job, Queue, Task
 from vscheduler.plugin import LimitArgument, Plugin
-from vscheduler.plugins.borrowing import NO_TERMS, BorrowTerms, Lending, beyond, read_terms
+from vscheduler.plugins.borrowing import (
+    BORROW_FROM,
+    NO_TERMS,
+    BorrowTerms,
+    Lending,
+    beyond,
+    read_terms,
+)
 from vscheduler.plugins.priority_quota import (
     NO_CLASS_TERMS,
     ClassTerms,
@@ -275,6 +282,13 @@ class CapacityPlugin(QueueUsage, Plugin):
         annotation that cannot be used), and who lends what to whom."""
         self.terms: dict[str, BorrowTerms] = _queue_terms(session, read_terms, NO_TERMS,
                                                           "InvalidBorrowing")
+        for name, terms in self.terms.items():
+            for lender in terms.lenders:
+                missing = "the queue itself" if lender == name else (
+                    None if lender in session.queues else f"queue {lender}, which does not exist")
+                if missing is not None:
+                    session.event(f"Queue/{name}", "Warning", "InvalidBorrowing",
+                                  f"{BORROW_FROM}: names {missing}; it lends nothing")
         self.lending: Lending | None = None
         if not self.terms:
             return

@@ -130,6 +130,21 @@ def test_an_unreadable_annotation_is_a_warning_and_ignored(key, raw):
     assert warning.startswith(f"elastic.gpu/{key}: ") and warning.endswith("; ignored")
 
 
+def test_a_lender_that_does_not_exist_or_is_the_queue_itself_is_a_warning():
+    """`borrow-from: "a, ghost, c"` on c: a lends, ghost (no such queue) and c itself do
+    not, and each is named in a Warning; c still borrows from a."""
+    objects = [*gpu_nodes(1), lending_queue("a", 4),
+               lending_queue("c", 0, borrow_from="a, ghost, c", max_borrow=gpus(2)),
+               *pods("c", "c", 3)]
+    report = simulate(objects, CONF)
+    assert placed(report, "c") == 2
+    warnings = sorted(e["message"] for e in report["events"]
+                      if e["object"] == "Queue/c" and e["reason"] == "InvalidBorrowing")
+    assert warnings == [
+        "elastic.gpu/borrow-from: names queue ghost, which does not exist; it lends nothing",
+        "elastic.gpu/borrow-from: names the queue itself; it lends nothing"]
+
+
 # --------------------------------------------------------------------------- the ledger
 
 
