@@ -157,6 +157,28 @@ configurations:
     assert all(w.startswith(SOURCE) for w in conf.warnings)
 
 
+def test_configurations_of_an_action_not_run_warn() -> None:
+    """Arguments for preempt in a conf that runs no preempt (or for an action that does
+    not exist) were read by nothing, unsaid: a misspelt strategy there was never
+    refused. Now a warning names each."""
+    conf = parse("""\
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: gang}]
+configurations:
+- name: preempt
+  arguments: {strategy: Bogus}
+- name: frob
+- name: allocate
+  arguments: {predicateErrorCacheEnable: false}
+""")
+    assert conf.warnings == [
+        f"{SOURCE}: configurations (preempt): 'preempt' is not among the actions run, so its "
+        "arguments are not read (nor checked)",
+        f"{SOURCE}: configurations (frob): 'frob' is not among the actions run, so its "
+        "arguments are not read (nor checked)"]
+
+
 def test_load_conf_reads_a_file(tmp_path: Path) -> None:
     path = tmp_path / "scheduler.conf"
     path.write_text(GOOD)

@@ -120,6 +120,10 @@ def parse_conf(text: str, source: str = "conf") -> SchedulerConf:
     warnings: list[str] = []
     action_args = _configurations(data.get("configurations"), source, warnings)
     actions = _actions(data.get("actions"), source, action_args, warnings)
+    listed = {name for name, _, _ in actions}
+    warnings.extend(f"{source}: configurations ({name}): {name!r} is not among the actions "
+                    "run, so its arguments are not read (nor checked)"
+                    for name in action_args if name not in listed)
     tiers = _tiers(data.get("tiers"), source, warnings)
     return SchedulerConf(actions, tiers, source, warnings)
 
