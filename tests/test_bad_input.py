@@ -148,6 +148,23 @@ def test_values_the_api_server_refuses_are_refused_here_too(obj, name, words):
     assert words in _warnings(report)[name]
 
 
+def test_what_kubectl_sends_as_text_or_quantity_is_read():
+    """An unquoted date in a label (`build: 2025-01-01`) is text to kubectl's YAML
+    reader, and a Queue's `status.allocated` may hold plain numbers (quantities): both
+    objects are read, not refused as a number or a date where text belongs."""
+    dated = node("n1", labels={"window": "2025-01-01"})
+    manifest = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: built\n"
+                "  labels: {build: 2025-01-01, at: 2025-01-01T10:00:00Z}\n"
+                "spec:\n  schedulerName: vscheduler\n  nodeSelector: {window: '2025-01-01'}\n"
+                "  containers: [{name: c}]\n")
+    from vscheduler.textinput import load_yaml
+    team = queue("team")
+    team["status"] = {"allocated": {"cpu": 0, "memory": 0}}
+    report = simulate([dated, team, load_yaml(manifest), pod("p", queue="team")], CONF)
+    assert report["binds"] == {"default/built": "n1", "default/p": "n1"}
+    assert _warnings(report) == {}
+
+
 def test_malformed_objects_of_every_kind():
     objects = [
         node("n1"),

@@ -181,12 +181,15 @@ def test_chosen_texts_read_the_same_both_ways(text):
     _same_both_ways(text)
 
 
-def test_values_are_the_pure_python_readers():
-    [document] = _same_both_ways("a: 2001-12-14\nb: yes\nc: 2001-12-14 21:59:43.10 -5\n")
-    value = load_yaml("a: 2001-12-14\nb: yes\nc: 2001-12-14 21:59:43.10 -5\n")
-    assert value == {"a": datetime.date(2001, 12, 14), "b": True,
-                     "c": datetime.datetime(2001, 12, 15, 2, 59, 43, 100000,
-                                            tzinfo=datetime.UTC)}
+def test_values_are_the_pure_python_readers_but_dates_stay_text():
+    """YAML 1.1 as PyYAML reads it (`yes` is true), but an unquoted date or time stays
+    the text written, as kubectl's reader keeps it (a label `built: 2025-01-01` is
+    text to the API server); only an explicit `!!timestamp` makes a date."""
+    text = "a: 2001-12-14\nb: yes\nc: 2001-12-14 21:59:43.10 -5\nd: !!timestamp 2001-12-14\n"
+    [document] = _same_both_ways(text)
+    value = load_yaml(text)
+    assert value == {"a": "2001-12-14", "b": True, "c": "2001-12-14 21:59:43.10 -5",
+                     "d": datetime.date(2001, 12, 14)}
     assert document == repr(value)
 
 

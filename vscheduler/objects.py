@@ -149,6 +149,17 @@ def _str_map(obj: Any, where: str) -> dict[str, str]:
     return _shared(_RECENT_STRINGS, items, read, _KEPT_MAPS)
 
 
+def _quantity_texts(obj: Any, where: str) -> dict[str, str]:
+    """Resource amounts kept as written (a Queue's `status.allocated`, read again only
+    when compared): a quantity may be a number in YAML, as the API server takes it."""
+    out = {}
+    for key, value in _map(obj, where).items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        out[str(key)] = _scalar(value, f"{where}.{key}")
+    return out
+
+
 def _shared(kept: dict[Any, Any], key: Any, read: Any, limit: int) -> Any:
     """What `kept` holds under `key`, else `read`, kept there: parsed objects alike are
     one object (they are never changed). `kept` is cleared when it holds `limit`, which
@@ -963,7 +974,7 @@ def parse_queue(obj: dict, creation_fallback: float = 0.0) -> Queue:
         min_runtime=min_runtime,
         min_runtime_problem=min_runtime_problem,
         creation=creation_of(obj, creation_fallback),
-        status_allocated=_str_map(status.get("allocated"), "status.allocated"),
+        status_allocated=_quantity_texts(status.get("allocated"), "status.allocated"),
         meta_uid=_text(meta.get("uid"), "metadata.uid", ""),
     )
 

@@ -22,7 +22,7 @@ import itertools
 import json
 import reprlib
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 import yaml
 from yaml.composer import ComposerError
@@ -173,11 +173,25 @@ MAX_FLOW_LEVEL = 1000
 MAX_EXPANDED_NODES = 1_000_000
 
 
+class _Resolver(Resolver):
+    """PyYAML's tag resolution less its implicit timestamps: an unquoted date or time
+    (`2025-01-01`) stays the text written, as kubectl's YAML reader keeps it and as the
+    API server reads it (a label, an annotation, a creationTimestamp are text). PyYAML
+    made a date of it, whose text is not always what was written."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
+        first: [(tag, pattern) for tag, pattern in resolvers
+                if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in Resolver.yaml_implicit_resolvers.items()}
+
+
 class _Composer(yaml.SafeLoader):
     """PyYAML's reader, scanner, parser and composer, with nesting measured as nodes are
     composed. A node too deep is not composed: its events are consumed in a loop and the
     document is marked (`too_deep`), so the documents after it can still be read. Only
     composition is used; construction is `_construct`'s, one document at a time."""
+
+    yaml_implicit_resolvers = _Resolver.yaml_implicit_resolvers
 
     def __init__(self, text: str, max_depth: int) -> None:
         super().__init__(text)
@@ -382,13 +396,13 @@ def _python_documents(text: str, max_depth: int) -> Iterator[Any | TextError]:
 
 
 if CParser is not None:
-    class _CComposer(CParser, Resolver):  # type: ignore[misc, valid-type]
-        """libyaml's parser and composer with PyYAML's resolver: nodes as `_Composer`
-        makes them, tags resolved by the same rules."""
+    class _CComposer(CParser, _Resolver):  # type: ignore[misc, valid-type]
+        """libyaml's parser and composer with the resolver `_Composer` uses: nodes as
+        `_Composer` makes them, tags resolved by the same rules."""
 
         def __init__(self, data: bytes) -> None:
             CParser.__init__(self, data)
-            Resolver.__init__(self)
+            _Resolver.__init__(self)
 
 
 _END = object()
