@@ -178,6 +178,17 @@ def test_a_bad_minimum_runtime_annotation_guards_its_pods_and_keeps_its_object(w
     assert report["binds"] == {"default/a-new": "n2", "default/b-0": "n2"}
 
 
+def test_a_bad_queue_min_runtime_a_podgroup_overrides_is_not_warned_of():
+    """The PodGroup's own (valid) annotation says its pods' minimum runtime: the queue's
+    unreadable one does not apply to them, and a Warning that their pods are guarded
+    would be false."""
+    objects = _reclaim_scene({}, group={"volcano.sh/min-runtime": "0"},
+                             queue_annotations={"volcano.sh/min-runtime": "soon"})
+    report = simulate(objects, RECLAIM)
+    assert len(report["evictions"]) == 1
+    assert not any(e["reason"] == "InvalidMinRuntime" for e in report["events"])
+
+
 @pytest.mark.parametrize(("text", "seconds"), [
     ("0", 0), ("0s", 0), ("90s", 90), ("10m", 600), ("1h30m", 5400), ("1.5h", 5400),
     ("500ms", 0.5), ("2h45m30.5s", 9930.5), (".5m", 30)])

@@ -736,7 +736,8 @@ def _victim_rule(session: Session, policy: VictimPolicy, preemptor: Task,
         if job.spec.min_runtime_problem is not None:
             session.warn_once(f"PodGroup/{job.uid}", "InvalidMinRuntime",
                               job.spec.min_runtime_problem)
-        elif queue is not None and queue.min_runtime_problem is not None:
+        elif queue is not None and queue.min_runtime_problem is not None \
+                and job.spec.min_runtime is None:  # (else the PodGroup's says it)
             session.warn_once(f"Queue/{queue.name}", "InvalidMinRuntime",
                               queue.min_runtime_problem)
         return min_runtime_of(argument, queue.min_runtime if queue else None,
