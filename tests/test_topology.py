@@ -208,6 +208,33 @@ def test_node_in_two_hypernodes_of_one_tier_counts_in_the_first_by_name() -> Non
         assert tree.domains["b"].nodes == ()
 
 
+def test_a_node_a_block_names_and_another_holds_through_a_rack_counts_once() -> None:
+    """Block s2 names node-1, which block s1 holds through its rack r1: node-1 counts in
+    s1 (the first by name) only. Blocks that both hold a node through their racks keep
+    it in both (the racks are theirs), and the problem says so."""
+    nodes = nodes_named("node-0", "node-1", "node-2")
+    tree = from_hypernodes(specs(hypernode("s1", 2, children=["r1"]),
+                                 hypernode("r1", 1, nodes=["node-0", "node-1"]),
+                                 hypernode("s2", 2, nodes=["node-1", "node-2"])), nodes)
+    assert tree.domains["s1"].nodes == ("node-0", "node-1")
+    assert tree.domains["s2"].nodes == ("node-2",)
+    assert tree.problems == [("s2", "node node-1 is in HyperNodes s1 and s2 of tier 2: it "
+                                    "counts as in s1")]
+    both = from_hypernodes(specs(hypernode("s1", 2, children=["r1"]),
+                                 hypernode("s2", 2, children=["r2"]),
+                                 hypernode("r1", 1, nodes=["node-0"]),
+                                 hypernode("r2", 1, nodes=["node-1"]),
+                                 hypernode("x", 1, nodes=["node-0"])), nodes)
+    assert both.domains["x"].nodes == ()  # (r1 comes first by name at tier 1)
+    stacked = from_hypernodes(specs(hypernode("s1", 3, children=["r1"]),
+                                    hypernode("s2", 3, children=["b2"]),
+                                    hypernode("r1", 1, nodes=["node-0"]),
+                                    hypernode("b2", 2, nodes=["node-0"])), nodes)
+    assert stacked.domains["s1"].nodes == stacked.domains["s2"].nodes == ("node-0",)
+    assert ("s2", "node node-0 is in HyperNodes s1 and s2 of tier 3 through their members: "
+                  "it counts in both") in stacked.problems
+
+
 def test_tier_names_resolve_and_a_name_two_tiers_claim_keeps_the_wider() -> None:
     tree = from_hypernodes(specs(hypernode("s0", 1, nodes=["node-0"], tier_name="rack"),
                                  hypernode("s1", 2, children=["s0"], tier_name="zone"),

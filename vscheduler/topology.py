@@ -268,20 +268,7 @@ def from_hypernodes(hypernodes: Sequence[HyperNodeSpec],
                 break
             seen.add(parent.name)
             parent = parent.parent
-    # A node named by two HyperNodes of one tier is in the first by name only: in the
-    # other it would let a gang held to one domain of that tier span two.
-    same_tier: dict[tuple[str, int], str] = {}
-    for domain in sorted(domains.values(), key=lambda d: d.name):
-        kept = []
-        for node in direct.get(domain.name, ()):
-            first = same_tier.setdefault((node, domain.tier), domain.name)
-            if first == domain.name:
-                kept.append(node)
-            else:
-                problems.append((domain.name, f"node {node} is in HyperNodes {first} and "
-                                              f"{domain.name} of tier {domain.tier}: it "
-                                              f"counts as in {first}"))
-        direct[domain.name] = kept
+    _one_domain_per_tier(domains, direct, problems)
     if ready:
         order = {name: i for i, name in enumerate(nodes)}
         for domain in domains.values():
@@ -295,6 +282,41 @@ def from_hypernodes(hypernodes: Sequence[HyperNodeSpec],
     for domain in domains.values():
         domain.children.sort(key=lambda d: d.name)
     return Topology(domains, top, problems, ready)
+
+
+def _one_domain_per_tier(domains: Mapping[str, Domain], direct: dict[str, list[str]],
+                         problems: list[tuple[str, str]]) -> None:
+    """A node in two HyperNodes of one tier counts in the first by name only: in the
+    other it would let a gang held to one domain of that tier span two. A HyperNode
+    that names such a node itself loses it (`direct` is mended), with a problem; one
+    that holds it through its members cannot lose it without breaking its members'
+    tree, and the problem says it counts in both. Lower tiers first, so that what a
+    domain holds through its members is known when its tier is."""
+    reach: dict[str, set[str]] = {}
+    first_of: dict[tuple[str, int], str] = {}  # (node, tier) -> its first domain by name
+    for domain in sorted(domains.values(), key=lambda d: (d.tier, d.name)):
+        inherited: set[str] = set()
+        for child in domain.children:
+            inherited |= reach.get(child.name, set())
+        kept = []
+        for node in direct.get(domain.name, ()):
+            first = first_of.get((node, domain.tier))
+            if node in inherited or first is None or first == domain.name:
+                kept.append(node)
+            else:
+                problems.append((domain.name, f"node {node} is in HyperNodes {first} and "
+                                              f"{domain.name} of tier {domain.tier}: it "
+                                              f"counts as in {first}"))
+        direct[domain.name] = kept
+        reach[domain.name] = inherited.union(kept)
+        for node in sorted(inherited):
+            first = first_of.setdefault((node, domain.tier), domain.name)
+            if first != domain.name:
+                problems.append((domain.name, f"node {node} is in HyperNodes {first} and "
+                                              f"{domain.name} of tier {domain.tier} through "
+                                              "their members: it counts in both"))
+        for node in kept:
+            first_of.setdefault((node, domain.tier), domain.name)
 
 
 def _nodes_under(domain: Domain, direct: Mapping[str, list[str]]) -> set[str]:
