@@ -457,6 +457,11 @@ def run_checked(simulation: Simulation, sessions: int) -> None:
         check_session(simulation, before_pending, before_queue, before_placed, before_over)
         check_topology(simulation)
         check_inter_pod(simulation, before_spread)
+        # The cache's list of nominated pods (what a session reads instead of visiting
+        # every pending pod) is what a recount of its pods finds.
+        assert cache._nominated == {
+            key: (task.job_id, task.uid, task.pod.nominated_node)
+            for key, task in cache.tasks.items() if task.job_id and task.pod.nominated_node}
         # (the empty amount every tally hands out for a job without a part is shared)
         empty = Tally("jobs", None, 1, lambda job: None).amount("none", 0)
         assert not (empty.cpu or empty.memory or empty.scalars)

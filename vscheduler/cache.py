@@ -50,8 +50,8 @@ class Snapshot:
 
     __slots__ = ("base", "budgets", "changed_jobs", "changed_nodes", "closed", "dirty_jobs",
                  "hypernodes", "jobs", "kept", "namespaces", "node_specs", "nodes",
-                 "priority_classes", "queues", "restated", "restored", "revisit", "serial",
-                 "skipped", "topology_key", "waiting", "warnings")
+                 "nominated", "priority_classes", "queues", "restated", "restored", "revisit",
+                 "serial", "skipped", "topology_key", "waiting", "warnings")
 
     def __init__(self, jobs: dict[str, Job], nodes: dict[str, Node], queues: dict[str, Queue],
                  priority_classes: dict[str, PriorityClass],
@@ -81,6 +81,10 @@ class Snapshot:
         # snapshot after snapshot until a namespace changes, so its identity says whether
         # they did.
         self.namespaces: Mapping[str, Mapping[str, str]] = _NO_NAMESPACES
+        # Pods of ours with a nominated node (status.nominatedNodeName), by pod key: their
+        # job's uid, their uid and the node (what `nominations.nominated_pods` reads, so
+        # that a session does not visit every pending pod to find them).
+        self.nominated: dict[str, tuple[str, str, str]] = {}
         # What changed since the snapshot this one was built from (see `vscheduler.tally`):
         # its number `serial`, the number of that earlier one `base` (0 if none: then
         # nothing is known of changes), and the uids of jobs and names of nodes copied
@@ -133,6 +137,8 @@ class Cache:
         self._status_counts: dict[str, tuple[int, int, int]] = {}
         self.queues: dict[str, Queue] = {}
         self._implied_queue: Queue | None = None  # the default queue when none is listed
+        # pod key -> (job uid, uid, node) of the pods of ours with a nominated node
+        self._nominated: dict[str, tuple[str, str, str]] = {}
         # (object, reason, message) Warnings about objects as they were read, for the
         # next session to write (a PodGroup phase read as Pending, say)
         self._read_warnings: list[tuple[str, str, str]] = []
@@ -242,6 +248,8 @@ class Cache:
         self._keys_by_uid[pod.uid] = key
         if job_id:
             self.jobs[job_id].add_task(task)
+            if pod.nominated_node:
+                self._nominated[key] = (job_id, pod.uid, pod.nominated_node)
         self._charge(task)
 
     def delete_pod(self, key: str) -> None:
@@ -250,6 +258,7 @@ class Cache:
         if task is None:
             return
         del self._keys_by_uid[task.uid]
+        self._nominated.pop(key, None)
         self._uncharge(task)
         job = self.jobs.get(task.job_id)
         if job is not None:
@@ -472,6 +481,9 @@ class Cache:
             return
         self.generation += 1
         task.pod = replace(task.pod, nominated_node=node)
+        self._nominated.pop(key, None)
+        if node and task.job_id:
+            self._nominated[key] = (task.job_id, task.uid, node)
         job = self.jobs.get(task.job_id)
         if job is not None:
             job.dirty = True  # (the next snapshot copies it anew, with the new pod)
@@ -602,6 +614,7 @@ class Cache:
                             tuple(self.budgets[key] for key in sorted(self.budgets)))
         self._serial += 1
         snapshot.serial, snapshot.base = self._serial, base
+        snapshot.nominated = dict(self._nominated)
         # What no session read for a while goes (a plugin the conf no longer names):
         # everything kept says the last snapshot it was brought up to date with.
         oldest = self._serial - KEPT_IDLE_SESSIONS

@@ -14,7 +14,7 @@ or elsewhere) holds nothing any more.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from vscheduler.fit import Unfit
@@ -31,15 +31,19 @@ HELD = Unfit("node(s) had room held for a nominated pod of higher or equal prior
 Predicate = Callable[["Task", "Node"], Unfit | None]
 
 
-def nominated_pods(jobs: Iterable[Job], nodes: Mapping[str, Node]) -> dict[str, list[Task]]:
-    """The pending pods of `jobs` nominated to one of `nodes`, by node name."""
-    nominated: dict[str, list[Task]] = {}
-    for job in jobs:
-        for task in job.tasks_in(S.PENDING):
-            name = task.pod.nominated_node
-            if name and name in nodes:
-                nominated.setdefault(name, []).append(task)
-    return nominated
+def nominated_pods(nominated: Mapping[str, tuple[str, str, str]], jobs: Mapping[str, Job],
+                   nodes: Mapping[str, Node]) -> dict[str, list[Task]]:
+    """The pending pods of `jobs` nominated to one of `nodes`, by node name, from the
+    cache's list of nominated pods (`Snapshot.nominated`: pod key -> job uid, uid,
+    node), in pod key order."""
+    found: dict[str, list[Task]] = {}
+    for key in sorted(nominated):
+        job_uid, uid, name = nominated[key]
+        job = jobs.get(job_uid)
+        task = job.tasks.get(uid) if job is not None else None
+        if task is not None and task.status == S.PENDING and name in nodes:
+            found.setdefault(name, []).append(task)
+    return found
 
 
 def holding(predicate: Predicate, nominated: dict[str, list[Task]]) -> Predicate:

@@ -129,7 +129,7 @@ class Session:
         self.timings: dict[str, float] = {}
         # Pending pods nominated to a node, by node: their room is held against pods of
         # lower priority (framework/nominations.py).
-        self.nominated = nominated_pods(self.waiting_jobs, self.nodes)
+        self.nominated = nominated_pods(snapshot.nominated, self.jobs, self.nodes)
         started = time.perf_counter()
         self._open_plugins()
         self.timings["open"] = time.perf_counter() - started
