@@ -328,8 +328,12 @@ class CardLedger:
                     (queue.name, f"Queue <{queue.name}>: {err}; the queue gets no cards"))
         return QueueCards(queue, quota)
 
-    def _job_part(self, job: Job) -> Part:
-        """A job's part of its queue's sums (see `JobCards`)."""
+    def _job_part(self, job: Job) -> Part | None:
+        """A job's part of its queue's sums (see `JobCards`); None for one that holds
+        nothing and is owed nothing (most jobs of a queue that waits: each costs no
+        part, and a queue's sums read the same without it)."""
+        if not (job.count(ALLOCATED_STATUSES) or holds_admission(job)):
+            return None
         return job.queue, self._job_cards(job).part()
 
     def _job_cards(self, job: Job) -> JobCards:
