@@ -30,6 +30,13 @@ tiers:
 """
 
 
+def _simulated(manifest: Path, text: str, capsys: pytest.CaptureFixture[str]) -> dict:
+    """`vscheduler simulate` run on `text`, written to `manifest`: its JSON report."""
+    manifest.write_text(text)
+    assert main(["simulate", str(manifest), "--output", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def _warnings(report: dict[str, Any]) -> dict[str, str]:
     return {e["object"]: e["message"] for e in report["events"]
             if e["type"] == "Warning" and e["reason"] == "BadObject"}
@@ -201,16 +208,14 @@ def test_a_key_given_twice_skips_its_document_and_a_conf_so_written_is_refused(
     second. kubectl refuses such YAML: here the document is skipped, named, and the
     conf is a bad conf."""
     manifest = tmp_path / "cluster.yaml"
-    manifest.write_text(
+    report = _simulated(manifest, (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
         "status: {allocatable: {cpu: '8', memory: 8Gi, pods: '10'}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: twice}\n"
         "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n"
         "spec: {schedulerName: other, containers: [{name: c}]}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: good}\n"
-        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
-    assert main(["simulate", str(manifest), "--output", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n"), capsys)
     assert report["binds"] == {"default/good": "n1"}
     assert any("cluster.yaml#1: line 10: key 'spec' is given twice in one mapping "
                "(first at line 9)" in e["message"] for e in report["events"])
@@ -389,7 +394,7 @@ def test_list_items_are_read_and_what_is_no_object_is_a_warning(tmp_path, capsys
     # dropped whole), and an item or document that is no object is named, not dropped
     # unsaid.
     manifest = tmp_path / "cluster.yaml"
-    manifest.write_text(
+    report = _simulated(manifest, (
         "apiVersion: v1\nkind: List\nitems:\n"
         "- {apiVersion: v1, kind: Node, metadata: {name: n1},"
         " status: {allocatable: {cpu: '8', memory: 8Gi, pods: '10'}}}\n"
@@ -399,9 +404,7 @@ def test_list_items_are_read_and_what_is_no_object_is_a_warning(tmp_path, capsys
         " 7]}\n"
         "- {apiVersion: v1, kind: Pod, metadata: {name: after},"
         " spec: {schedulerName: vscheduler, containers: [{name: c}]}}\n"
-        "---\n- a list is no object either\n")
-    assert main(["simulate", str(manifest), "--output", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+        "---\n- a list is no object either\n"), capsys)
     assert sorted(report["binds"]) == ["default/after", "default/inner"]
     warned = [e["message"] for e in report["events"] if e["reason"] == "BadManifest"]
     assert sorted(warned) == sorted(
@@ -411,15 +414,13 @@ def test_list_items_are_read_and_what_is_no_object_is_a_warning(tmp_path, capsys
 
 def test_a_nested_manifest_document_is_skipped_and_the_others_load(tmp_path, capsys):
     manifest = tmp_path / "cluster.yaml"
-    manifest.write_text(
+    report = _simulated(manifest, (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
         "status: {allocatable: {cpu: '2', memory: 2Gi, pods: '10'}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: "
         + _nested_list_text(500) + "\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
-        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n")
-    assert main(["simulate", str(manifest), "--output", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+        "spec: {schedulerName: vscheduler, containers: [{name: c}]}\n"), capsys)
     assert report["binds"] == {"default/p": "n1"}
     [warning] = [e for e in report["events"] if e["reason"] == "BadManifest"]
     assert warning["object"] == f"File/{manifest}"
