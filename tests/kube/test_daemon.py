@@ -233,6 +233,41 @@ def test_reclaim_evicts_nominates_and_binds_once_the_victim_is_gone(server, tmp_
         api.close()
 
 
+def test_room_released_for_a_nominated_pod_is_not_taken_by_a_lower_one(server, tmp_path):
+    """b-0 (high) reclaims n1's room and is nominated there (the nomination read back
+    from the watch). While the victim terminates, aa-0 (low, of a queue that goes
+    first, evicting nobody) fits that room too: it waits, told why, and b-0 is bound
+    once the victim is gone."""
+    from tests.builders import priority_class
+
+    low = pod("aa-0", cpu="1", queue="aa", priority_class="low")
+    low["spec"]["preemptionPolicy"] = "Never"
+    server.create_all([priority_class("high", 1000), priority_class("low", 10),
+                       node("n1", cpu="4"), queue("a"), queue("aa"), queue("b"),
+                       *(pod(f"a-{i}", cpu="1", queue="a", node_name="n1",
+                             priority_class="low") for i in range(4))])
+    daemon, stop = start_daemon(server, tmp_path, RECLAIM)
+    try:
+        server.create_all([pod("b-0", cpu="1", queue="b", priority_class="high")])
+        deleting = wait_for(lambda: [p for p in server.objects("Pod")
+                                     if p["metadata"].get("deletionTimestamp")])
+        wait_for(lambda: daemon.cache.tasks["default/b-0"].pod.nominated_node == "n1")
+        server.create_all([low])
+
+        def held() -> bool:
+            conditions = (server.get("Pod", "default", "aa-0").get("status") or {}).get(
+                "conditions") or []
+            return any("room held for a nominated pod" in c.get("message", "")
+                       for c in conditions)
+        wait_for(held, timeout=10)
+        server.finish_deletion("default", deleting[0]["metadata"]["name"])
+        wait_for(lambda: _bound(server)["b-0"] == 1, timeout=10)
+        assert _bound(server)["aa-0"] == 0
+        assert [b.node for b in server.bindings() if b.pod == "b-0"] == ["n1"]
+    finally:
+        stop()
+
+
 def test_a_gang_on_a_deleted_node_is_reclaimed_from_the_nodes_left(server, tmp_path):
     """A Node deleted under a running gang: its pod stays (the API server's pod garbage
     collector removes it later), and reclaim still takes the gang back from the node
