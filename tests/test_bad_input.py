@@ -145,6 +145,8 @@ def _preferred_node_affinity(weight: int) -> dict:
      "spec.minResources: 'bad name!' is not a resource name"),
     (podgroup("blank", 1, min_resources={"": "1"}), "PodGroup/default/blank",
      "spec.minResources: '' is not a resource name"),
+    (podgroup("long", 1, min_resources={"example.com/" + "x" * 306: "1"}),
+     "PodGroup/default/long", "is not a resource name"),
 ])
 def test_values_the_api_server_refuses_are_refused_here_too(obj, name, words):
     """Each was read as written: a priority beyond 32 bits, a preference weight outside

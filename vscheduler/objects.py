@@ -216,8 +216,8 @@ def _int32(value: int | None, where: str) -> int | None:
     return value
 
 
-# A resource name: a qualified name (an optional DNS-subdomain prefix and a name), as
-# the API server validates it.
+# A resource name: a qualified name (an optional DNS-subdomain prefix of 253 characters
+# at most, and a name of 63), as the API server validates it.
 _RESOURCE_NAME = re.compile(r"^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*"
                             r"[a-z0-9])?)*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -225,7 +225,7 @@ _RESOURCE_NAME = re.compile(r"^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?
 def _resources(obj: Any, where: str) -> Resource:
     mapping = _map(obj, where)
     for name in mapping:
-        if not isinstance(name, str) or len(name) > 316 or not _RESOURCE_NAME.match(name):
+        if not isinstance(name, str) or len(name) > 317 or not _RESOURCE_NAME.match(name):
             raise BadObject(f"{where}: {brief(name)} is not a resource name")
     try:
         return Resource.from_k8s(mapping)
