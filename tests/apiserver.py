@@ -2069,6 +2069,9 @@ class FakeApiServer:
             if meta.get("annotations"):
                 _meta(new).setdefault("annotations", {}).update(meta["annotations"])
             status = new.setdefault("status", {})
+            # (Kubernetes 1.35's API server clears a bound pod's nomination: the
+            # ClearingNominatedNodeNameAfterBinding feature, beta and on by default)
+            status.pop("nominatedNodeName", None)
             conditions = [c for c in status.get("conditions") or []
                           if c.get("type") != "PodScheduled"]
             conditions.append({"type": "PodScheduled", "status": "True",

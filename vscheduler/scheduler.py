@@ -110,7 +110,12 @@ class Scheduler:
         cache = self.cache
         for key, node in result.binds.items():
             cache.bind(key, node)
-            self.binder.bind(cache.tasks[key], node)
+            task = cache.tasks[key]
+            self.binder.bind(task, node)
+            if task.pod.nominated_node:
+                # (an API server before Kubernetes 1.35 keeps a bound pod's nomination,
+                # which `kubectl get pod -o wide` then shows for good)
+                self.status.nominate(task, "")
         for eviction in result.evictions:
             cache.set_releasing(eviction.task)
             self.evictor.evict(cache.tasks[eviction.task], eviction)

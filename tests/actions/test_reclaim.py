@@ -377,3 +377,24 @@ def test_what_is_reclaimed_for_a_pod_is_bound_to_it_not_to_a_lower_pod(low_queue
     assert {e["for"] for e in report["evictions"]} == {"default/prod-0"}
     assert report["binds"] == {"default/prod-0": "n1"}
     assert list(report["pending"]) == ["default/low-0"]
+
+
+
+def test_a_bound_pod_loses_its_nomination():
+    """An API server before Kubernetes 1.35 keeps a bound pod's nominatedNodeName (1.35
+    clears it on binding): the scheduler clears it itself, so `kubectl get pod -o wide`
+    does not show a nomination for a pod that runs."""
+    from tests.builders import conf as build_conf
+    from vscheduler.simulate import Simulation
+
+    objects = [node("n1", cpu="4"), queue("a"), queue("b"),
+               *(running(f"a-{i}", "a", "n1") for i in range(4)),
+               pod("b-0", cpu="1", queue="b")]
+    simulation = Simulation(build_conf(CONF), ("vscheduler",))
+    simulation.load([(f"test#{i}", obj) for i, obj in enumerate(objects)])
+    simulation.step()
+    assert simulation.cache.tasks["default/b-0"].pod.nominated_node == ""  # (not yet read)
+    simulation.step()  # (the victim is gone: b-0 is bound)
+    assert simulation.report.binds == {"default/b-0": "n1"}
+    simulation.step()
+    assert simulation.cache.tasks["default/b-0"].pod.nominated_node == ""
