@@ -367,6 +367,23 @@ def _timestamp(when: datetime | None = None) -> str:
     return (when or _now()).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _check_string_maps(res: Resource, obj: Obj) -> None:
+    """Labels and annotations are maps of strings: the API server's decoding refuses any
+    other value (a number YAML made of `1.10`) before anything else, with a 400."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    for part in ("labels", "annotations"):
+        values = meta.get(part) if isinstance(meta, dict) else None
+        if not isinstance(values, dict):
+            continue
+        for value in values.values():
+            if value is not None and not isinstance(value, str):
+                kind = "number" if isinstance(value, int | float) and not isinstance(
+                    value, bool) else "bool" if isinstance(value, bool) else "object"
+                raise ApiError(400, f'{res.kind} in version "{res.version}" cannot be handled '
+                               f"as a {res.kind}: json: cannot unmarshal {kind} into Go struct "
+                               f"field ObjectMeta.metadata.{part} of type string", "BadRequest")
+
+
 def _meta(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
@@ -1573,6 +1590,8 @@ class FakeApiServer:
             else:
                 raise ApiError(422, f"{res.kind} is invalid: metadata.name: Required value: "
                                "name or generateName is required", "Invalid")
+        if from_api:
+            _check_string_maps(res, obj)
         if from_api and not _SUBDOMAIN.fullmatch(meta["name"]):
             # (the real server's check for most kinds: a DNS-1123 subdomain)
             raise ApiError(422, f'{res.kind} "{meta["name"]}" is invalid: metadata.name: '
@@ -1902,6 +1921,7 @@ class FakeApiServer:
 
     def _updated(self, res: Resource, sub: str | None, old: Obj, body: Obj) -> Obj:
         """The object after a PUT or PATCH gave `body` as its new content."""
+        _check_string_maps(res, body)
         if sub == "status":
             new = copy.deepcopy(old)
             if "status" in body:

@@ -292,6 +292,33 @@ def test_binding_then_a_second_binding_conflicts(server: FakeApiServer,
         (NS, "p", "n1", 201), (NS, "p", "n2", 409)]
 
 
+def test_binding_clears_the_nomination_as_kubernetes_1_35_does(
+        server: FakeApiServer, core: client.CoreV1Api) -> None:
+    nominated = pod("p", namespace=NS)
+    nominated["status"]["nominatedNodeName"] = "n1"
+    server.create_all([node("n1"), nominated])
+    core.create_namespaced_pod_binding("p", NS, _binding("p", "n1"), _preload_content=False)
+    assert "nominatedNodeName" not in server.get("Pod", NS, "p")["status"]
+
+
+@pytest.mark.parametrize("labels", [{"n": 5}, {"driver": 1.1}, {"on": True}])
+def test_a_label_that_is_no_string_is_refused_at_decoding(
+        server: FakeApiServer, core: client.CoreV1Api, labels: dict) -> None:
+    """The API server decodes labels and annotations as maps of strings: a number or a
+    boolean (what YAML makes of an unquoted `5`, `1.10`, `on`) is a 400 before any
+    validation, on create and on patch alike."""
+    body = pod("p", namespace=NS)
+    body["metadata"]["labels"] = labels
+    with pytest.raises(ApiException) as info:
+        core.create_namespaced_pod(NS, body)
+    assert info.value.status == 400
+    assert "cannot unmarshal" in json.loads(info.value.body)["message"]
+    server.create_all([pod("q", namespace=NS)])
+    with pytest.raises(ApiException) as info:
+        core.patch_namespaced_pod("q", NS, {"metadata": {"annotations": labels}})
+    assert info.value.status == 400
+
+
 def test_binding_reply_is_a_status_the_typed_client_cannot_read(
         server: FakeApiServer, core: client.CoreV1Api) -> None:
     """The real server answers a Binding with a Status; the V1Binding model wants a
