@@ -157,6 +157,25 @@ def test_values_the_api_server_refuses_are_refused_here_too(obj, name, words):
     assert words in _warnings(report)[name]
 
 
+def test_a_whole_number_written_with_a_point_is_that_integer():
+    """kubectl's YAML-to-JSON conversion writes `2.0` as 2, which integer fields take:
+    a PodGroup's minMember 2.0, a priority 1000.0, a weight 2.0 are read as integers
+    (2.5 is still refused)."""
+    group = podgroup("g", 2)
+    group["spec"]["minMember"] = 2.0
+    objects = [node("n1"), queue("q"), group, *(pod(f"g-{i}", group="g") for i in range(2))]
+    objects[1]["spec"]["weight"] = 2.0
+    report = simulate(objects, CONF)
+    assert sorted(report["binds"]) == ["default/g-0", "default/g-1"]
+    assert _warnings(report) == {}
+    group["spec"]["minMember"] = 2.5
+    assert "spec.minMember" in _warnings(simulate(objects, CONF))["PodGroup/default/g"]
+    [binpack] = [option for tier in conf(CONF.replace(
+        "{name: gang}", "{name: gang}, {name: binpack, arguments: {binpack.weight: 10.0}}"
+    )).tiers for option in tier if option.name == "binpack"]
+    assert binpack.args["binpack.weight"] == 10
+
+
 def test_what_kubectl_sends_as_text_or_quantity_is_read():
     """An unquoted date in a label (`build: 2025-01-01`) is text to kubectl's YAML
     reader, and a Queue's `status.allocated` may hold plain numbers (quantities): both

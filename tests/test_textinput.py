@@ -200,6 +200,16 @@ def test_messages_keep_their_line_numbers():
         "raised line 3: expected the node content, but found '<stream end>'"]
 
 
+def test_base_60_numbers_and_a_lone_equals_sign_stay_text():
+    """PyYAML read `10:30` as 630 and refused `=` (YAML 1.1's value key); kubectl's
+    reader takes both as text, and so does ours, both ways."""
+    text = "window: 10:30\nclock: 1:20:30.5\nsign: =\nhex: 0x1F\nnumber: 1_000\n"
+    [document] = _same_both_ways(text)
+    assert load_yaml(text) == {"window": "10:30", "clock": "1:20:30.5", "sign": "=",
+                               "hex": 31, "number": 1000}
+    assert document == repr(load_yaml(text))
+
+
 def test_a_key_given_twice_in_one_mapping_refuses_its_document_only():
     """PyYAML keeps the last of two equal keys unsaid; kubectl refuses such a document.
     Overriding what a merge key brings is what merge keys are for: not refused."""

@@ -196,8 +196,12 @@ _INTEGER = re.compile(r"^\s*[-+]?[0-9]{1,19}\s*$")
 
 
 def _int(obj: Any, where: str, default: int | None = None) -> int | None:
+    """An integer field; a whole number written with a point (`2.0`) is that integer,
+    as kubectl's YAML-to-JSON conversion writes it."""
     if obj is None:
         return default
+    if isinstance(obj, float) and obj.is_integer():
+        obj = int(obj)
     if isinstance(obj, bool) or not isinstance(obj, int):
         if isinstance(obj, str) and _INTEGER.match(obj):
             obj = int(obj)

@@ -109,6 +109,8 @@ class Argument:
             if isinstance(raw, str) and raw.lower() in ("true", "false"):
                 return raw.lower() == "true"
         elif kind is int:
+            if isinstance(raw, float) and raw.is_integer():
+                raw = int(raw)  # (`10.0`, a whole number as YAML may write it)
             if isinstance(raw, int) and not isinstance(raw, bool):
                 if -INT_LIMIT <= raw < INT_LIMIT:
                     return raw

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import reprlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, ClassVar
@@ -173,15 +174,31 @@ MAX_FLOW_LEVEL = 1000
 MAX_EXPANDED_NODES = 1_000_000
 
 
+# YAML 1.1's integers and floats less their base-60 forms (`10:30` is 630 to PyYAML, the
+# text "10:30" to kubectl's reader).
+_INT = re.compile(r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+)$""", re.X)
+_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X)
+_REPLACED = {"tag:yaml.org,2002:int": _INT, "tag:yaml.org,2002:float": _FLOAT}
+# An unquoted date or time stays text; `=` (YAML 1.1's "value" key, which no safe
+# constructor builds) is the text "=".
+_DROPPED = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
+
+
 class _Resolver(Resolver):
-    """PyYAML's tag resolution less its implicit timestamps: an unquoted date or time
-    (`2025-01-01`) stays the text written, as kubectl's YAML reader keeps it and as the
-    API server reads it (a label, an annotation, a creationTimestamp are text). PyYAML
-    made a date of it, whose text is not always what was written."""
+    """PyYAML's tag resolution, made to read plain values as kubectl's YAML reader does:
+    an unquoted date (`2025-01-01`), a base-60 number (`10:30`) or `=` stays the text
+    written, as the API server then reads it (a label, an annotation, a
+    creationTimestamp are text). PyYAML made a date, a number or an error of them."""
 
     yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
-        first: [(tag, pattern) for tag, pattern in resolvers
-                if tag != "tag:yaml.org,2002:timestamp"]
+        first: [(tag, _REPLACED.get(tag, pattern)) for tag, pattern in resolvers
+                if tag not in _DROPPED]
         for first, resolvers in Resolver.yaml_implicit_resolvers.items()}
 
 
