@@ -213,6 +213,15 @@ def _int(obj: Any, where: str, default: int | None = None) -> int | None:
     return obj
 
 
+def _weight(item: dict, where: str) -> int:
+    """A preferred term's weight: 1 to 100, as the API server validates it (node and pod
+    affinity alike)."""
+    weight = _int(item.get("weight"), where, 0) or 0
+    if not 1 <= weight <= 100:
+        raise BadObject(f"{where}: 1 to 100, got {weight}")
+    return weight
+
+
 def _int32(value: int | None, where: str) -> int | None:
     """A priority, which Kubernetes holds in 32 bits (the API server refuses more)."""
     if value is not None and not -2**31 <= value < 2**31:
@@ -226,11 +235,19 @@ _RESOURCE_NAME = re.compile(r"^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?
                             r"[a-z0-9])?)*/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
+# Resource names found well formed (a few per cluster: every pod asks for the same ones).
+_GOOD_RESOURCE_NAMES: set[str] = set()
+
+
 def _resources(obj: Any, where: str) -> Resource:
     mapping = _map(obj, where)
     for name in mapping:
+        if name in _GOOD_RESOURCE_NAMES:
+            continue
         if not isinstance(name, str) or len(name) > 317 or not _RESOURCE_NAME.match(name):
             raise BadObject(f"{where}: {brief(name)} is not a resource name")
+        if len(_GOOD_RESOURCE_NAMES) < 4096:  # (bounded: names are user text)
+            _GOOD_RESOURCE_NAMES.add(name)
     try:
         return Resource.from_k8s(mapping)
     except QuantityError as err:
@@ -401,9 +418,7 @@ def _pod_affinity_terms(section: dict, where: str, namespace: str, labels: dict[
     for i, raw in enumerate(_list(section.get(
             "preferredDuringSchedulingIgnoredDuringExecution"), preferred_where)):
         item = _map(raw, f"{preferred_where}[{i}]")
-        weight = _int(item.get("weight"), f"{preferred_where}[{i}].weight", 0) or 0
-        if not 1 <= weight <= 100:
-            raise BadObject(f"{preferred_where}[{i}].weight: 1 to 100, got {weight}")
+        weight = _weight(item, f"{preferred_where}[{i}].weight")
         preferred.append((weight, _pod_affinity_term(
             item.get("podAffinityTerm"), f"{preferred_where}[{i}].podAffinityTerm",
             namespace, labels)))
@@ -495,9 +510,7 @@ def _affinity(spec: dict) -> tuple[list | None, tuple]:
     for i, pref in enumerate(_list(node_affinity.get(
             "preferredDuringSchedulingIgnoredDuringExecution"), where)):
         pref = _map(pref, f"{where}[{i}]")
-        weight = _int(pref.get("weight"), f"{where}[{i}].weight", 0) or 0
-        if not 1 <= weight <= 100:  # (as the API server validates)
-            raise BadObject(f"{where}[{i}].weight: 1 to 100, got {weight}")
+        weight = _weight(pref, f"{where}[{i}].weight")
         preferred.append((weight, _node_selector_term(pref.get("preference"),
                                                       f"{where}[{i}].preference")))
     return required, tuple(preferred)
@@ -623,7 +636,7 @@ def read_min_runtime(annotations: dict[str, str]) -> tuple[float | None, str | N
     `90s`, `10m`, `1h30m`), None when absent; with what is wrong with it, if anything.
     A malformed one guards for ever (infinity): it was written to protect pods for some
     time, and which is not known. The object is kept, so that one typo does not leave a
-    whole queue unscheduled; the eviction that meets it warns (`eviction._eligible`)."""
+    whole queue unscheduled; the eviction that meets it warns (`eviction._victim_rule`)."""
     raw = annotations.get(MIN_RUNTIME_ANNOTATION)
     if raw is None:
         return None, None
